@@ -1,0 +1,49 @@
+//! Reading the wall clock in Unix milliseconds: precisely, or cheaply and coarsely.
+//!
+//! No pgrx here. Measured on the development VM: `SystemTime::now()` 38 ns,
+//! `clock_gettime(CLOCK_REALTIME)` 26 ns, `CLOCK_REALTIME_COARSE` 6 ns. The coarse clock has a
+//! 4 ms resolution, but on a busy VM its ticks arrive late: over 8 s of readings with both
+//! cores loaded it lagged the precise clock by up to 5 ms nearly always, and by 9 to 13 ms a
+//! few hundred times. Hence the generous margin below.
+
+/// How far the coarse clock is assumed to lag, at most, when deciding that it is enough
+/// (`clock::coarse_clock_suffices`). Should it ever lag more (a paused VM), IDs stay unique
+/// and ordered; only their timestamps fall behind real time by the excess.
+pub const COARSE_MARGIN_MS: u64 = 50;
+
+fn read(clock: libc::clockid_t) -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer; it cannot fail for
+    // these two clocks on Linux.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
+}
+
+pub fn precise_unix_ms() -> i64 {
+    read(libc::CLOCK_REALTIME)
+}
+
+/// The time of the kernel's last timer tick: never ahead of [`precise_unix_ms`].
+pub fn coarse_unix_ms() -> i64 {
+    read(libc::CLOCK_REALTIME_COARSE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coarse_is_never_ahead_of_precise() {
+        for _ in 0..100_000 {
+            let coarse = coarse_unix_ms();
+            let precise = precise_unix_ms();
+            assert!(
+                coarse <= precise,
+                "coarse {coarse} ahead of precise {precise}"
+            );
+        }
+    }
+}
