@@ -1,0 +1,86 @@
+//! The shared-memory slot table. Its size comes from `snowflake.max_sequences`, so it is
+//! requested and attached with PostgreSQL's hooks directly (`pg_shmem_init!` only sizes
+//! Rust types known at compile time).
+
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use crate::guc;
+use crate::snowflake::registry::{Registry, Slot};
+
+static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(null_mut());
+static SLOT_COUNT: AtomicUsize = AtomicUsize::new(0);
+
+static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
+static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
+
+const SEGMENT_NAME: &std::ffi::CStr = c"snowflake_id sequences";
+
+fn table_size() -> usize {
+    std::mem::size_of::<Slot>() * guc::MAX_SEQUENCES.get() as usize
+}
+
+/// Installs the hooks. Called from `_PG_init` while preloading, after the settings exist.
+pub fn install_hooks() {
+    // SAFETY: _PG_init runs once, single-threaded, in the postmaster; chaining the previous
+    // hooks is how PostgreSQL expects several libraries to share them.
+    unsafe {
+        PREV_SHMEM_REQUEST_HOOK = pg_sys::shmem_request_hook;
+        pg_sys::shmem_request_hook = Some(shmem_request);
+        PREV_SHMEM_STARTUP_HOOK = pg_sys::shmem_startup_hook;
+        pg_sys::shmem_startup_hook = Some(shmem_startup);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn shmem_request() {
+    // SAFETY: called by the postmaster while it sizes shared memory, the one time
+    // RequestAddinShmemSpace is allowed.
+    unsafe {
+        if let Some(prev) = PREV_SHMEM_REQUEST_HOOK {
+            prev();
+        }
+        pg_sys::RequestAddinShmemSpace(table_size());
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn shmem_startup() {
+    // SAFETY: ShmemInitStruct is called under AddinShmemInitLock as PostgreSQL requires; the
+    // memory it returns is ours for table_size() bytes, and zeroed memory is an empty table
+    // (registry.rs). Run in the postmaster (and after a crash restart), before any backend.
+    unsafe {
+        if let Some(prev) = PREV_SHMEM_STARTUP_HOOK {
+            prev();
+        }
+        let size = table_size();
+        let mut found = false;
+        // AddinShmemInitLock is a C macro: &MainLWLockArray[21].lock (lwlocknames.h).
+        let init_lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock;
+        pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+        let ptr = pg_sys::ShmemInitStruct(SEGMENT_NAME.as_ptr(), size, &mut found);
+        if !found {
+            std::ptr::write_bytes(ptr.cast::<u8>(), 0, size);
+        }
+        pg_sys::LWLockRelease(init_lock);
+        SLOT_COUNT.store(guc::MAX_SEQUENCES.get() as usize, Ordering::Relaxed);
+        SLOTS.store(ptr.cast(), Ordering::Release);
+    }
+}
+
+/// The table, or `None` when the library was not preloaded.
+pub fn registry() -> Option<Registry<'static>> {
+    let ptr = SLOTS.load(Ordering::Acquire);
+    if ptr.is_null() {
+        return None;
+    }
+    let len = SLOT_COUNT.load(Ordering::Relaxed);
+    // SAFETY: ptr points at `len` initialised slots in shared memory that lives as long as
+    // the process; Slot is Sync and all its mutation goes through atomics.
+    Some(Registry::new(unsafe {
+        std::slice::from_raw_parts(ptr, len)
+    }))
+}

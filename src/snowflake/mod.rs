@@ -1,0 +1,8 @@
+//! The snowflake half: 64-bit time-ordered IDs.
+
+pub mod clock;
+pub mod epoch;
+pub mod layout;
+pub mod registry;
+mod sql;
+pub mod wallclock;
