@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs the pg_regress specification (tests/pg_regress) against the installed extension:
+# once with the library preloaded, once without it. pg_regress starts its own temporary
+# instances. Exit status: 0 when every expected file matches.
+#
+# pg_regress refuses to run as root and the checkout may not be readable by postgres, so it
+# runs as postgres in a copy; on failure the diffs are printed and left in .build/regress.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+bindir=$(pg_config --bindir)
+pg_regress="$(dirname "$(pg_config --pgxs)")/../test/regress/pg_regress"
+
+work=$(mktemp -d /tmp/snowflake_id_regress.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cp -r tests/pg_regress/. "$work/"
+: >"$work/not_preloaded.conf"
+chown -R postgres: "$work"
+
+run() {
+    local schedule=$1 config=$2 port=$3 out="$work/out_$1"
+    mkdir -p "$out" && chown postgres: "$out"
+    (cd "$work" && runuser -u postgres -- "$pg_regress" \
+        --temp-instance="$out/instance" --temp-config="$work/$config" \
+        --port="$port" --bindir="$bindir" --inputdir="$work" --outputdir="$out" \
+        --schedule="$work/$schedule" --dbname=snowflake_regress)
+}
+
+status=0
+run schedule postgresql.conf 55391 || status=1
+run schedule_not_preloaded not_preloaded.conf 55392 || status=1
+if [ $status -ne 0 ]; then
+    rm -rf "$root/.build/regress" && mkdir -p "$root/.build/regress/results"
+    for out in "$work"/out_*; do
+        cat "$out/regression.diffs" 2>/dev/null || true
+        cp "$out"/results/*.out "$root/.build/regress/results/" 2>/dev/null || true
+        cat "$out/regression.diffs" >>"$root/.build/regress/regression.diffs" 2>/dev/null || true
+    done
+    echo "pg_regress: FAILED (results and diffs in .build/regress)"
+fi
+exit $status

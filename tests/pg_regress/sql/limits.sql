@@ -1,0 +1,38 @@
+-- Limits: how far a sequence may run ahead of the wall clock, and how many sequences
+-- shared memory holds. Runs last: it fills the sequence table.
+
+-- snowflake.max_clock_ahead bounds the logical clock. Lower it to 100 ms for this test.
+ALTER SYSTEM SET snowflake.max_clock_ahead = '100ms';
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+SHOW snowflake.max_clock_ahead;
+
+-- 90 ms worth of IDs (4096 a millisecond) puts the sequence about 90 ms ahead. The next
+-- 40 ms worth would end about 130 ms ahead: past the bound, so the call waits (at most
+-- 100 ms) for the clock to catch up, then succeeds.
+SELECT count(*) FROM snowflake_next_batch('ahead', 4096 * 90);
+SELECT count(*) FROM snowflake_next_batch('ahead', 4096 * 40);
+SELECT clock_ahead <= interval '100 ms' AS within_bound FROM snowflake_sequences WHERE name = 'ahead';
+-- A batch that alone spans more than the bound can never fit: it fails at once, handing
+-- out nothing.
+SELECT count(*) FROM snowflake_next_batch('ahead_far', 4096 * 300);
+\echo :LAST_ERROR_SQLSTATE
+SELECT issued FROM snowflake_sequences WHERE name = 'ahead_far';
+
+ALTER SYSTEM RESET snowflake.max_clock_ahead;
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+SHOW snowflake.max_clock_ahead;
+
+-- snowflake.max_sequences is 32 in this test instance: the 33rd name is refused, while
+-- names that already exist keep working.
+SELECT count(*) AS sequences_so_far FROM snowflake_sequences;
+DO $$
+BEGIN
+    FOR i IN 1..40 LOOP
+        PERFORM snowflake_next('fill_' || i);
+    END LOOP;
+END $$;
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS sequences FROM snowflake_sequences;
+SELECT snowflake_next('orders') > 0 AS existing_names_still_work;

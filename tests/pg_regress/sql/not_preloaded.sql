@@ -1,0 +1,29 @@
+-- Without shared_preload_libraries the extension can be created, but every function that
+-- needs shared memory or the layout settings says how to fix it, and the session survives.
+CREATE EXTENSION snowflake_id;
+SET timezone = 'UTC';
+SET datestyle = 'ISO';
+SHOW shared_preload_libraries;
+SELECT snowflake_next('orders');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_next_batch('orders', 10);
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_timestamp(1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_node(1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_counter(1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_decode(1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_decode_jsonb(1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_from_timestamp(now());
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_sequences;
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE t (id snowflake PRIMARY KEY DEFAULT snowflake_next('t'));
+INSERT INTO t DEFAULT VALUES;
+\echo :LAST_ERROR_SQLSTATE
+-- The connection is still there, and decoders of named layouts need no shared memory.
+SELECT * FROM snowflake_decode(175928847299117063, 'discord');
