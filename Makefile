@@ -1,0 +1,20 @@
+# The two commands of the README, and a few helpers. Each installs what it needs.
+.PHONY: demo demo-stop test bench install lint
+
+demo:            ## build, install, start a local PostgreSQL 15 with snowflake_id, show it working
+	bash scripts/demo.sh start
+
+demo-stop:       ## stop the demo server and remove its data
+	bash scripts/demo.sh stop
+
+test:            ## the whole test suite: cargo test, pg_regress, cluster tests
+	bash scripts/test.sh
+
+bench:           ## snowflake_next against nextval, gen_random_uuid and a bare loop
+	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/run.sh
+
+install:         ## build and install into Debian's PostgreSQL 15
+	bash scripts/setup.sh && bash scripts/install.sh
+
+lint:            ## formatting and clippy, as the code habits require
+	cargo fmt --check && cargo clippy --release --all-targets -- -D warnings

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# `make demo`: builds and installs snowflake_id, starts a local PostgreSQL 15 with it
+# preloaded, and shows it working. `make demo-stop` stops it and removes its data.
+# Running `make demo` again rebuilds and restarts from scratch.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/pgcluster.sh
+
+DEMO_DIR=${DEMO_DIR:-/tmp/snowflake_id_demo}
+DEMO_PORT=${DEMO_PORT:-5499}
+
+stop() {
+    pg_stop "$DEMO_DIR"
+    rm -rf "$DEMO_DIR"
+}
+
+case "${1:-start}" in
+stop)
+    stop
+    echo "demo: stopped"
+    exit 0
+    ;;
+start) ;;
+*)
+    echo "usage: $0 start|stop" >&2
+    exit 2
+    ;;
+esac
+
+mkdir -p .build
+bash scripts/setup.sh
+stop # a running server must not have the library replaced under it
+bash scripts/install.sh
+pg_init "$DEMO_DIR" "$DEMO_PORT" \
+    "shared_preload_libraries = 'snowflake_id'" \
+    "snowflake.node_id = 1"
+pg_start "$DEMO_DIR"
+
+pg_psql "$DEMO_DIR" -d postgres -q <<'SQL'
+CREATE EXTENSION snowflake_id;
+SET timezone = 'UTC';
+CREATE TABLE orders (
+    id snowflake PRIMARY KEY DEFAULT snowflake_next('orders'),
+    item text NOT NULL
+);
+INSERT INTO orders (item) VALUES ('espresso'), ('croissant'), ('flat white');
+INSERT INTO orders (item) SELECT 'batch ' || g FROM generate_series(1, 5000) g;
+\echo
+\echo 'CREATE TABLE orders (id snowflake PRIMARY KEY DEFAULT snowflake_next(''orders''), item text);'
+\echo 'The first rows, decoded:'
+SELECT o.id, d.ts, d.node, d.counter, o.item
+  FROM orders o, snowflake_decode(o.id) d ORDER BY o.id LIMIT 3;
+\echo 'As JSON (the ID as a string, safe for JavaScript):'
+SELECT snowflake_decode_jsonb(id) FROM orders ORDER BY id LIMIT 1;
+\echo 'Orders of the last minute, found through the primary key:'
+SELECT count(*) FROM orders WHERE id >= snowflake_from_timestamp(now() - interval '1 minute');
+\echo 'The sequence, as shared memory sees it:'
+SELECT name, layout, last_id, issued, counter_exhausted, clock_ahead FROM snowflake_sequences;
+SQL
+
+cat <<MSG
+
+The demo server is running (PostgreSQL $(pg_config --version | awk '{print $2}'), port $DEMO_PORT, data in $DEMO_DIR).
+Connect:  psql -h $DEMO_DIR -p $DEMO_PORT -U postgres postgres
+Stop:     make demo-stop
+MSG
