@@ -7,13 +7,13 @@ use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::snowflake::epoch::{parse_epoch, DEFAULT_EPOCH};
+use crate::snowflake::epoch::{parse_epoch, DEFAULT_EPOCH_C, DEFAULT_EPOCH_MS};
 use crate::snowflake::layout::{Layout, DEFAULT_NODE_BITS, MAX_NODE_BITS, MIN_NODE_BITS};
 
 pub static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_NODE_BITS as i32);
 pub static EPOCH: GucSetting<Option<CString>> =
-    GucSetting::<Option<CString>>::new(Some(c"2025-01-01 00:00:00+00"));
+    GucSetting::<Option<CString>>::new(Some(DEFAULT_EPOCH_C));
 pub static MAX_SEQUENCES: GucSetting<i32> = GucSetting::<i32>::new(128);
 pub static MAX_CLOCK_AHEAD_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 
@@ -85,12 +85,11 @@ pub fn register() {
         GucFlags::UNIT_MS,
     );
 
+    // The check hook has refused anything that does not parse.
     let epoch = EPOCH
         .get()
-        .and_then(|s| s.to_str().ok().map(parse_epoch))
-        .and_then(Result::ok)
-        // The check hook has refused anything that does not parse.
-        .unwrap_or_else(|| parse_epoch(DEFAULT_EPOCH).unwrap_or(0));
+        .and_then(|s| parse_epoch(s.to_str().ok()?).ok())
+        .unwrap_or(DEFAULT_EPOCH_MS);
     let _ = LAYOUT.set(Layout::own(node_bits, epoch));
 }
 

@@ -7,7 +7,10 @@
 
 use super::layout::UnixMs;
 
+/// The default of `snowflake.epoch`; the C string is the setting's boot value.
+pub const DEFAULT_EPOCH_C: &std::ffi::CStr = c"2025-01-01 00:00:00+00";
 pub const DEFAULT_EPOCH: &str = "2025-01-01 00:00:00+00";
+pub const DEFAULT_EPOCH_MS: UnixMs = 1_735_689_600_000;
 
 /// Unix milliseconds of PostgreSQL's epoch, 2000-01-01 00:00:00 UTC.
 const PG_EPOCH_UNIX_MS: i64 = 946_684_800_000;
@@ -186,7 +189,9 @@ mod tests {
             Ok(1_288_834_974_657)
         );
         assert_eq!(parse_epoch("2024-02-29 12:00:00.5"), Ok(1_709_208_000_500));
-        assert_eq!(parse_epoch(DEFAULT_EPOCH), Ok(e2025));
+        assert_eq!(parse_epoch(DEFAULT_EPOCH), Ok(DEFAULT_EPOCH_MS));
+        assert_eq!(DEFAULT_EPOCH_C.to_str(), Ok(DEFAULT_EPOCH));
+        assert_eq!(DEFAULT_EPOCH_MS, e2025);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use pgrx::prelude::*;
 
 use super::clock::{self, Bounds, Refusal, Reservation};
 use super::epoch::{format_utc, pg_timestamp_to_unix_ms, unix_ms_to_pg_timestamp};
-use super::layout::{preset, preset_names, Layout, LayoutError, Parts};
+use super::layout::{preset, preset_names, Layout, Parts};
 use super::registry::{check_name, NameError, Registry, SequenceState, MAX_NAME_LEN};
 use super::wallclock;
 use crate::errors::{error, not_preloaded, Code};
@@ -149,16 +149,25 @@ fn remember_slot(fcinfo: pg_sys::FunctionCallInfo, seq: &str, slot: usize) {
 /// Process-local: each backend compares only its own readings, so there are no races.
 static LAST_WALL_MS: AtomicI64 = AtomicI64::new(i64::MIN);
 
+/// The DETAIL of every "outside the layout's time range" error.
+fn layout_range(layout: &Layout) -> String {
+    format!(
+        "IDs of this layout cover {} to {}.",
+        format_utc(layout.epoch_ms),
+        format_utc(layout.epoch_ms + layout.max_ms() as i64)
+    )
+}
+
 fn ms_since_epoch(layout: &Layout, unix_ms: i64) -> u64 {
     layout.ms_since_epoch(unix_ms).unwrap_or_else(|_| {
         error(
             Code::ERRCODE_DATETIME_FIELD_OVERFLOW,
-            "the system clock is outside the range of snowflake.epoch",
+            format!(
+                "the system clock ({}) is outside the range of snowflake IDs",
+                format_utc(unix_ms)
+            ),
         )
-        .detail(format!(
-            "IDs hold {} bits of milliseconds since the epoch.",
-            layout.time_bits
-        ))
+        .detail(layout_range(layout))
         .raise()
     })
 }
@@ -283,10 +292,10 @@ fn parts(layout: &Layout, id: i64) -> Parts {
     })
 }
 
-fn timestamp_of(layout: &Layout, id: i64) -> TimestampWithTimeZone {
-    let micros = unix_ms_to_pg_timestamp(layout.unix_ms(parts(layout, id)));
-    // Every millisecond a layout holds is within timestamptz's range (up to 294276 AD).
-    TimestampWithTimeZone::try_from(micros).unwrap_or_else(|_| {
+fn timestamptz(unix_ms: i64) -> TimestampWithTimeZone {
+    // Every millisecond a layout holds (epochs 1970..9999, at most 2^42 ms on) is well within
+    // timestamptz's range, which ends in 294276 AD.
+    TimestampWithTimeZone::try_from(unix_ms_to_pg_timestamp(unix_ms)).unwrap_or_else(|_| {
         error(
             Code::ERRCODE_DATETIME_FIELD_OVERFLOW,
             "timestamp out of range",
@@ -295,23 +304,23 @@ fn timestamp_of(layout: &Layout, id: i64) -> TimestampWithTimeZone {
     })
 }
 
+fn timestamp_of(layout: &Layout, id: i64) -> TimestampWithTimeZone {
+    timestamptz(layout.unix_ms(parts(layout, id)))
+}
+
 fn min_id_of(layout: &Layout, ts: TimestampWithTimeZone) -> i64 {
     let unix_ms = pg_timestamp_to_unix_ms(ts.into());
-    match layout.min_id_at(unix_ms) {
-        Ok(id) => id as i64,
-        Err(
-            LayoutError::TimeOutOfRange | LayoutError::BitsAboveTime | LayoutError::NodeOutOfRange,
-        ) => error(
-            Code::ERRCODE_DATETIME_FIELD_OVERFLOW,
-            "timestamp out of range for snowflake IDs",
-        )
-        .detail(format!(
-            "IDs of this layout cover {} to {}.",
-            format_utc(layout.epoch_ms),
-            format_utc(layout.epoch_ms + layout.max_ms() as i64)
-        ))
-        .raise(),
-    }
+    layout
+        .min_id_at(unix_ms)
+        .map(|id| id as i64)
+        .unwrap_or_else(|_| {
+            error(
+                Code::ERRCODE_DATETIME_FIELD_OVERFLOW,
+                "timestamp out of range for snowflake IDs",
+            )
+            .detail(layout_range(layout))
+            .raise()
+        })
 }
 
 #[pg_extern(sql = false)]
@@ -384,32 +393,23 @@ fn snowflake_sequences_rows() -> TableIterator<
         "{}/{}/{}",
         layout.time_bits, layout.node_bits, layout.counter_bits
     );
-    let epoch = TimestampWithTimeZone::try_from(unix_ms_to_pg_timestamp(layout.epoch_ms))
-        .unwrap_or_else(|_| {
-            error(
-                Code::ERRCODE_DATETIME_FIELD_OVERFLOW,
-                "timestamp out of range",
-            )
-            .raise()
-        });
+    let epoch = timestamptz(layout.epoch_ms);
     let rows: Vec<_> = registry
         .of_database(db)
         .map(|slot| {
             let s = &slot.state;
             let tick = s.tick.load(Ordering::Relaxed);
+            // Tick 0 means nothing handed out yet.
             let last_id = (tick != 0).then(|| layout.id_of_tick(tick, node) as i64);
-            let last_unix_ms = layout.epoch_ms + (tick >> layout.counter_bits) as i64;
-            let ahead_ms = if tick == 0 {
-                0
-            } else {
-                (last_unix_ms - now_ms).max(0)
-            };
+            let last_unix_ms =
+                (tick != 0).then(|| layout.epoch_ms + (tick >> layout.counter_bits) as i64);
+            let ahead_ms = last_unix_ms.map_or(0, |ms| (ms - now_ms).max(0));
             (
                 slot.name().to_string(),
                 describe.clone(),
                 epoch,
                 last_id,
-                last_id.map(|id| timestamp_of(layout, id)),
+                last_unix_ms.map(timestamptz),
                 s.issued.load(Ordering::Relaxed) as i64,
                 s.borrowed.load(Ordering::Relaxed) as i64,
                 Interval::from_micros(ahead_ms * 1000),
