@@ -12,7 +12,7 @@ COMMENT ON DOMAIN snowflake IS
 
 CREATE FUNCTION snowflake_next(seq text) RETURNS snowflake
     VOLATILE STRICT PARALLEL UNSAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_next_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_next_fast';
 COMMENT ON FUNCTION snowflake_next(text) IS
     'Next ID of the named sequence of this database: unique per node, strictly increasing';
 

@@ -73,10 +73,10 @@ impl Slot {
         (self.db.load(Ordering::Relaxed), name)
     }
 
-    /// The sequence's name; the slot must be READY (as every slot `Registry` returns is).
-    pub fn name(&self) -> &str {
-        // Names are stored from a &str, whole: they are valid UTF-8.
-        std::str::from_utf8(self.key().1).unwrap_or("")
+    /// The sequence's name, in the database's encoding; the slot must be READY (as every
+    /// slot `Registry` returns is).
+    pub fn name(&self) -> &[u8] {
+        self.key().1
     }
 
     pub fn db(&self) -> u32 {
@@ -90,7 +90,7 @@ pub enum NameError {
     TooLong,
 }
 
-pub fn check_name(name: &str) -> Result<(), NameError> {
+pub fn check_name(name: &[u8]) -> Result<(), NameError> {
     match name.len() {
         0 => Err(NameError::Empty),
         n if n > MAX_NAME_LEN => Err(NameError::TooLong),
@@ -117,16 +117,16 @@ impl<'a> Registry<'a> {
 
     /// The slot of (db, name), claiming a free one if the sequence is new.
     /// `name` must have passed [`check_name`].
-    pub fn find_or_insert(&self, db: u32, name: &str) -> Result<usize, Full> {
+    pub fn find_or_insert(&self, db: u32, name: &[u8]) -> Result<usize, Full> {
         debug_assert_eq!(check_name(name), Ok(()));
         let cap = self.slots.len();
-        let start = (hash(db, name.as_bytes()) % cap as u64) as usize;
+        let start = (hash(db, name) % cap as u64) as usize;
         for step in 0..cap {
             let idx = (start + step) % cap;
             let slot = &self.slots[idx];
             loop {
                 match slot.status.load(Ordering::Acquire) {
-                    READY if slot.key() == (db, name.as_bytes()) => return Ok(idx),
+                    READY if slot.key() == (db, name) => return Ok(idx),
                     READY => break,
                     FREE => {
                         if slot
@@ -138,10 +138,7 @@ impl<'a> Registry<'a> {
                             slot.name_len.store(name.len() as u32, Ordering::Relaxed);
                             // SAFETY: we own the slot (FREE -> CLAIMING); nobody reads `name`
                             // until the release store of READY below.
-                            unsafe {
-                                (&mut *slot.name.get())[..name.len()]
-                                    .copy_from_slice(name.as_bytes())
-                            };
+                            unsafe { (&mut *slot.name.get())[..name.len()].copy_from_slice(name) };
                             slot.status.store(READY, Ordering::Release);
                             return Ok(idx);
                         }
@@ -157,6 +154,11 @@ impl<'a> Registry<'a> {
 
     pub fn slot(&self, idx: usize) -> &'a Slot {
         &self.slots[idx]
+    }
+
+    /// As [`Registry::slot`], for callers that must not panic.
+    pub fn get(&self, idx: usize) -> Option<&'a Slot> {
+        self.slots.get(idx)
     }
 
     /// Every sequence of `db`, in slot order.
@@ -190,11 +192,11 @@ mod tests {
     fn same_key_same_slot_other_db_other_slot() {
         let slots = table(8);
         let r = Registry::new(&slots);
-        let a = r.find_or_insert(1, "orders").unwrap();
-        assert_eq!(r.find_or_insert(1, "orders"), Ok(a));
-        let b = r.find_or_insert(2, "orders").unwrap();
+        let a = r.find_or_insert(1, b"orders").unwrap();
+        assert_eq!(r.find_or_insert(1, b"orders"), Ok(a));
+        let b = r.find_or_insert(2, b"orders").unwrap();
         assert_ne!(a, b);
-        assert_eq!(r.slot(a).name(), "orders");
+        assert_eq!(r.slot(a).name(), b"orders");
         assert_eq!(r.slot(b).db(), 2);
         assert_eq!(r.of_database(1).count(), 1);
     }
@@ -203,18 +205,18 @@ mod tests {
     fn full_table_is_reported_but_existing_names_still_resolve() {
         let slots = table(3);
         let r = Registry::new(&slots);
-        for name in ["a", "b", "c"] {
+        for name in [b"a", b"b", b"c"] {
             r.find_or_insert(7, name).unwrap();
         }
-        assert_eq!(r.find_or_insert(7, "d"), Err(Full));
-        assert!(r.find_or_insert(7, "b").is_ok());
+        assert_eq!(r.find_or_insert(7, b"d"), Err(Full));
+        assert!(r.find_or_insert(7, b"b").is_ok());
     }
 
     #[test]
     fn names_are_checked() {
-        assert_eq!(check_name(""), Err(NameError::Empty));
-        assert_eq!(check_name(&"x".repeat(64)), Err(NameError::TooLong));
-        assert_eq!(check_name(&"x".repeat(63)), Ok(()));
+        assert_eq!(check_name(b""), Err(NameError::Empty));
+        assert_eq!(check_name(&[b'x'; 64]), Err(NameError::TooLong));
+        assert_eq!(check_name(&[b'x'; 63]), Ok(()));
     }
 
     #[test]
@@ -234,7 +236,7 @@ mod tests {
                     s.spawn(|| {
                         let r = Registry::new(&slots);
                         (0..48)
-                            .map(|i| r.find_or_insert(1, &format!("seq{i}")).unwrap())
+                            .map(|i| r.find_or_insert(1, format!("seq{i}").as_bytes()).unwrap())
                             .collect::<Vec<_>>()
                     })
                 })

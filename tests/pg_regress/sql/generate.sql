@@ -34,6 +34,23 @@ SELECT snowflake_next('orders') < snowflake_next('orders') AS increasing;
 SELECT count(snowflake_next(name)) FROM (VALUES ('a'), ('A'), ('a b'), ('ünïcödé')) v(name);
 SELECT name, issued FROM snowflake_sequences WHERE name IN ('a', 'A', 'a b', 'ünïcödé') ORDER BY name COLLATE "C";
 SELECT snowflake_counter(snowflake_next('fresh_1')) AS fresh_1, snowflake_counter(snowflake_next('fresh_2')) AS fresh_2;
+-- The name may change from call to call at one call site: a column, a PL/pgSQL variable
+-- (evaluated many times through one expression), a prepared statement's parameter.
+DO $$
+DECLARE n text; x bigint;
+BEGIN
+    FOREACH n IN ARRAY ARRAY['loop_a', 'loop_b', 'loop_a', 'loop_c'] LOOP
+        x := snowflake_next(n);
+    END LOOP;
+END $$;
+SELECT name, issued FROM snowflake_sequences WHERE name LIKE 'loop_%' ORDER BY name;
+PREPARE next_of(text) AS SELECT snowflake_next($1) > 0 AS ok;
+EXECUTE next_of('prep_a');
+EXECUTE next_of('prep_b');
+EXECUTE next_of('prep_b');
+SELECT name, issued FROM snowflake_sequences WHERE name LIKE 'prep_%' ORDER BY name;
+SELECT count(snowflake_next(name)) FROM (VALUES ('col_a'), ('col_b'), ('col_b'), ('col_a'), ('col_a')) v(name);
+SELECT name, issued FROM snowflake_sequences WHERE name LIKE 'col_%' ORDER BY name;
 
 -- A batch reserves n consecutive IDs at once, in increasing order, above earlier IDs.
 SELECT count(*) AS n, count(DISTINCT id) AS distinct_ids,
