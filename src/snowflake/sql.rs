@@ -43,7 +43,11 @@ pub extern "C" fn pg_finfo_snowflake_next_fast() -> &'static pg_sys::Pg_finfo_re
 pub unsafe extern "C-unwind" fn snowflake_next_fast(
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> pg_sys::Datum {
-    match next_without_fail(fcinfo) {
+    // next_without_fail cannot panic in a release build; should it ever (a debug build's
+    // overflow checks, a later edit), the guarded entry point reports it as an ERROR instead
+    // of the panic unwinding into PostgreSQL. catch_unwind costs nothing when nothing panics.
+    let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| next_without_fail(fcinfo)));
+    match fast.ok().flatten() {
         Some(id) => pg_sys::Datum::from(id),
         // SAFETY: the same fcinfo, handed on to the guarded entry point.
         None => unsafe { snowflake_next_wrapper(fcinfo) },
