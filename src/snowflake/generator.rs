@@ -76,15 +76,19 @@ mod tests {
     use super::*;
     use crate::snowflake::epoch::DEFAULT_EPOCH_MS;
 
+    const LAYOUT: Layout = Layout::own(10, DEFAULT_EPOCH_MS);
+
+    fn now_ms() -> u64 {
+        LAYOUT.ms_since_epoch(wallclock::precise_unix_ms()).unwrap()
+    }
+
     #[test]
     fn reservations_follow_the_wall_clock_and_count() {
-        let layout = Layout::own(10, DEFAULT_EPOCH_MS);
-        let b = bounds(&layout, 10_000);
-        let state = SequenceState::default();
-        let before = layout.ms_since_epoch(wallclock::precise_unix_ms()).unwrap();
+        let (layout, b, state) = (LAYOUT, bounds(&LAYOUT, 10_000), SequenceState::default());
+        let before = now_ms();
         let a = try_reserve(&layout, &state, 1, &b).unwrap();
         let z = try_reserve(&layout, &state, 5, &b).unwrap();
-        let after = layout.ms_since_epoch(wallclock::precise_unix_ms()).unwrap();
+        let after = now_ms();
         assert!((before..=after).contains(&(a.first >> layout.counter_bits)));
         assert!(z.first > a.last);
         assert_eq!(state.issued.load(Ordering::Relaxed), 6);
@@ -92,10 +96,8 @@ mod tests {
 
     #[test]
     fn a_sequence_far_ahead_continues_from_its_last_tick() {
-        let layout = Layout::own(10, DEFAULT_EPOCH_MS);
-        let b = bounds(&layout, 10_000);
-        let state = SequenceState::default();
-        let now = layout.ms_since_epoch(wallclock::precise_unix_ms()).unwrap();
+        let (layout, b, state) = (LAYOUT, bounds(&LAYOUT, 10_000), SequenceState::default());
+        let now = now_ms();
         let ahead = clock::tick_of_ms(now + 5_000, layout.counter_bits) + 17;
         state.tick.store(ahead, Ordering::Relaxed);
         assert_eq!(
