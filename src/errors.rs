@@ -26,6 +26,12 @@ impl PgError {
         self.0.report(PgLogLevel::ERROR);
         unreachable!("ERROR does not return")
     }
+
+    /// For the postmaster at start-up, where an ERROR has nowhere to go.
+    pub fn fatal(self) -> ! {
+        self.0.report(PgLogLevel::FATAL);
+        unreachable!("FATAL does not return")
+    }
 }
 
 /// What every entry point says when the library was loaded on demand instead of at start-up.

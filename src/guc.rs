@@ -16,6 +16,7 @@ pub static EPOCH: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(DEFAULT_EPOCH_C));
 pub static MAX_SEQUENCES: GucSetting<i32> = GucSetting::<i32>::new(128);
 pub static MAX_CLOCK_AHEAD_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+pub static GDID_AUTHORITY: GucSetting<i32> = GucSetting::<i32>::new(0);
 
 /// The layout fixed at server start from `snowflake.node_bits` and `snowflake.epoch`.
 static LAYOUT: OnceLock<Layout> = OnceLock::new();
@@ -65,8 +66,8 @@ pub fn register() {
 
     GucRegistry::define_int_guc(
         c"snowflake.max_sequences",
-        c"How many named snowflake sequences shared memory holds (all databases together).",
-        c"",
+        c"How many named sequences shared memory holds: snowflake and gdid, all databases.",
+        c"Each takes 320 bytes of shared memory.",
         &MAX_SEQUENCES,
         1,
         1 << 20,
@@ -84,6 +85,24 @@ pub fn register() {
         GucContext::Sighup,
         GucFlags::UNIT_MS,
     );
+
+    GucRegistry::define_int_guc(
+        c"gdid.authority",
+        c"Authority (0 to 15) written into every gdid this server generates.",
+        c"Must be unique among the servers that generate gdids of the same scope and sequence.",
+        &GDID_AUTHORITY,
+        0,
+        15,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+
+    // SAFETY: plain calls PostgreSQL allows while libraries are preloaded; afterwards a
+    // misspelt `snowflake.` or `gdid.` setting is an error instead of a silent placeholder.
+    unsafe {
+        pg_sys::MarkGUCPrefixReserved(c"snowflake".as_ptr());
+        pg_sys::MarkGUCPrefixReserved(c"gdid".as_ptr());
+    }
 
     // The check hook has refused anything that does not parse.
     let epoch = EPOCH
@@ -110,6 +129,10 @@ pub fn node_id() -> u32 {
 pub fn max_clock_ahead_ms() -> u64 {
     // SAFETY: as in node_id; the range is 1 .. 3600000.
     unsafe { *MAX_CLOCK_AHEAD_MS.as_ptr() as u64 }
+}
+
+pub fn gdid_authority() -> u8 {
+    GDID_AUTHORITY.get() as u8
 }
 
 #[pg_guard]

@@ -1,10 +1,15 @@
 //! snowflake_id: time-ordered 64-bit snowflake IDs for PostgreSQL.
 //!
-//! Module wiring and start-up only. The pure cores (`snowflake::{layout, clock, registry,
-//! epoch}`) know nothing of PostgreSQL; `*/sql.rs` files are the thin SQL-facing layer.
+//! Module wiring and start-up only. The pure cores (`registry`, `snowflake::{layout, clock,
+//! generator, epoch}`, `gdid::{value, compact, counter}`, `durable::{record, store}`) know
+//! nothing of PostgreSQL; `*/sql.rs` files are the thin SQL-facing layer, and
+//! `durable::{lease, wal}` the lease's PostgreSQL side.
 
 use pgrx::prelude::*;
 
+pub mod durable;
+pub mod gdid;
+pub mod registry;
 pub mod snowflake;
 
 mod errors;
@@ -17,6 +22,11 @@ mod testrng;
 pgrx::pg_module_magic!();
 
 extension_sql_file!("snowflake/api.sql", name = "snowflake_api");
+extension_sql_file!(
+    "gdid/api.sql",
+    name = "gdid_api",
+    requires = ["snowflake_api"]
+);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
@@ -28,6 +38,7 @@ pub extern "C-unwind" fn _PG_init() {
     }
     guc::register();
     shmem::install_hooks();
+    durable::register_wal();
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
-//! The shared-memory slot table. Its size comes from `snowflake.max_sequences`, so it is
-//! requested and attached with PostgreSQL's hooks directly (`pg_shmem_init!` only sizes
-//! Rust types known at compile time).
+//! The shared-memory slot table and the lease lock. The table's size comes from
+//! `snowflake.max_sequences`, so it is requested and attached with PostgreSQL's hooks
+//! directly (`pg_shmem_init!` only sizes Rust types known at compile time).
 
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -8,16 +8,19 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
+use crate::durable;
 use crate::guc;
-use crate::snowflake::registry::{Registry, Slot};
+use crate::registry::{Registry, Slot};
 
 static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(null_mut());
+static LEASE_LOCK: AtomicPtr<pg_sys::LWLock> = AtomicPtr::new(null_mut());
 static SLOT_COUNT: AtomicUsize = AtomicUsize::new(0);
 
 static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
 static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
 
 const SEGMENT_NAME: &std::ffi::CStr = c"snowflake_id sequences";
+const TRANCHE_NAME: &std::ffi::CStr = c"snowflake_id";
 
 fn table_size() -> usize {
     std::mem::size_of::<Slot>() * guc::MAX_SEQUENCES.get() as usize
@@ -44,6 +47,7 @@ unsafe extern "C-unwind" fn shmem_request() {
             prev();
         }
         pg_sys::RequestAddinShmemSpace(table_size());
+        pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), 1);
     }
 }
 
@@ -65,10 +69,22 @@ unsafe extern "C-unwind" fn shmem_startup() {
         if !found {
             std::ptr::write_bytes(ptr.cast::<u8>(), 0, size);
         }
-        pg_sys::LWLockRelease(init_lock);
         SLOT_COUNT.store(guc::MAX_SEQUENCES.get() as usize, Ordering::Relaxed);
         SLOTS.store(ptr.cast(), Ordering::Release);
+        let tranche = pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr());
+        LEASE_LOCK.store(&raw mut (*tranche).lock, Ordering::Release);
+        if !found {
+            // Fresh shared memory (server start, or re-initialisation after a crash):
+            // what the lease file says was handed out comes first.
+            durable::load_at_startup(&registry().expect("just attached"));
+        }
+        pg_sys::LWLockRelease(init_lock);
     }
+}
+
+/// The lock that serialises lease extensions (see `durable`).
+pub fn lease_lock() -> *mut pg_sys::LWLock {
+    LEASE_LOCK.load(Ordering::Acquire)
 }
 
 /// The table, or `None` when the library was not preloaded.

@@ -6,7 +6,7 @@
 
 use pgrx::pg_sys;
 
-use super::registry::MAX_NAME_LEN;
+use crate::registry::MAX_NAME_LEN;
 
 #[repr(C)]
 struct CallSiteCache {

@@ -14,9 +14,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bounds {
     pub counter_bits: u32,
-    /// The last tick that may be handed out: the layout's end of time, or lower when a
-    /// durable lease caps it.
+    /// The last tick the layout can express.
     pub max_tick: u64,
+    /// The first tick the durable lease does not cover yet (see `durable`): no tick at or
+    /// past it may reach a caller before the lease is extended.
+    pub lease_end: u64,
     /// How far, in milliseconds, the logical clock may run ahead of the wall clock.
     pub max_ahead_ms: u64,
 }
@@ -31,6 +33,9 @@ pub enum Refusal {
     BatchTooLarge { span_ms: u64 },
     /// The reservation would pass `Bounds::max_tick`.
     PastLastTick,
+    /// The reservation is allowed but reaches `Bounds::lease_end`: extend the lease to cover
+    /// tick `last` and try again.
+    LeaseNeeded { last: u64 },
 }
 
 /// A granted reservation: ticks `first ..= first + n - 1`.
@@ -62,6 +67,9 @@ pub fn plan(last: u64, now_tick: u64, n: u64, b: &Bounds) -> Result<Reservation,
         } else {
             Refusal::AheadOfClock { ahead_ms }
         });
+    }
+    if end >= b.lease_end {
+        return Err(Refusal::LeaseNeeded { last: end });
     }
     Ok(Reservation {
         first,
@@ -108,6 +116,20 @@ pub fn coarse_clock_suffices(last: u64, coarse_ms: u64, margin_ms: u64, counter_
     last >> counter_bits >= coarse_ms.saturating_add(margin_ms)
 }
 
+/// The exclusive end, in milliseconds since the epoch, of a lease extension that must cover
+/// tick `last`: `window_ms` past the later of the wall clock and `last`, but no further than
+/// the run-ahead bound past the wall clock (so that a server restarted with a correct clock
+/// can resume above the lease at once), and never past the end of the layout.
+pub fn lease_end_ms(last: u64, now_ms: u64, b: &Bounds, window_ms: u64) -> u64 {
+    let needed = (last >> b.counter_bits) + 1;
+    let wanted = now_ms.max(needed).saturating_add(window_ms);
+    let cap = now_ms
+        .saturating_add(b.max_ahead_ms)
+        .saturating_add(1)
+        .min((b.max_tick >> b.counter_bits) + 1);
+    needed.max(wanted.min(cap))
+}
+
 /// How long to wait before retrying a refused reservation, or `None` when waiting cannot
 /// help within `max_wait_ms` (the clock is too far behind, or the end of time is reached).
 pub fn wait_before_retry(refusal: Refusal, b: &Bounds, max_wait_ms: u64) -> Option<u64> {
@@ -116,7 +138,7 @@ pub fn wait_before_retry(refusal: Refusal, b: &Bounds, max_wait_ms: u64) -> Opti
             let excess = ahead_ms - b.max_ahead_ms;
             (excess <= max_wait_ms).then_some(excess)
         }
-        Refusal::BatchTooLarge { .. } | Refusal::PastLastTick => None,
+        Refusal::BatchTooLarge { .. } | Refusal::PastLastTick | Refusal::LeaseNeeded { .. } => None,
     }
 }
 
@@ -132,8 +154,44 @@ mod tests {
         Bounds {
             counter_bits: CB,
             max_tick: (1 << (41 + CB)) - 1,
+            lease_end: u64::MAX,
             max_ahead_ms,
         }
+    }
+
+    #[test]
+    fn the_lease_bounds_what_is_handed_out() {
+        let b = Bounds {
+            lease_end: tick_of_ms(10, CB),
+            ..bounds(1000)
+        };
+        assert!(plan(0, tick_of_ms(9, CB), 1, &b).is_ok());
+        let last_of_9 = tick_of_ms(10, CB) - 1;
+        assert!(plan(0, last_of_9, 1, &b).is_ok());
+        assert_eq!(
+            plan(0, tick_of_ms(9, CB), (1 << CB) + 1, &b),
+            Err(Refusal::LeaseNeeded {
+                last: tick_of_ms(10, CB)
+            })
+        );
+        // Refusals that waiting or a lease cannot cure come first.
+        assert!(matches!(
+            plan(0, tick_of_ms(9, CB), 1 << (CB + 11), &b),
+            Err(Refusal::BatchTooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn lease_extensions_stay_within_the_run_ahead_bound() {
+        let b = bounds(10_000);
+        // A sequence at the clock: one window ahead.
+        assert_eq!(lease_end_ms(tick_of_ms(100, CB), 100, &b, 1000), 1101);
+        // Far ahead of the clock: capped at the bound, but always covering `last`.
+        assert_eq!(lease_end_ms(tick_of_ms(9_500, CB), 0, &b, 1000), 10_001);
+        assert_eq!(lease_end_ms(tick_of_ms(12_000, CB), 0, &b, 1000), 12_001);
+        // Never past the end of the layout.
+        let end_ms = (b.max_tick >> CB) + 1;
+        assert_eq!(lease_end_ms(b.max_tick, end_ms - 1, &b, 1000), end_ms);
     }
 
     #[test]

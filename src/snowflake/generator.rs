@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use super::clock::{self, Bounds, Refusal, Reservation};
 use super::layout::Layout;
-use super::registry::SequenceState;
 use super::wallclock;
+use crate::registry::SequenceState;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Miss {
@@ -19,10 +19,13 @@ pub enum Miss {
     Refused(Refusal),
 }
 
-pub fn bounds(layout: &Layout, max_ahead_ms: u64) -> Bounds {
+/// The bounds of a reservation from `state` now. The lease only grows while the server
+/// runs, so a lease end read before the CAS never overstates what is durable.
+pub fn bounds(layout: &Layout, max_ahead_ms: u64, state: &SequenceState) -> Bounds {
     Bounds {
         counter_bits: layout.counter_bits,
         max_tick: layout.max_tick(),
+        lease_end: state.lease_end.load(Ordering::Acquire),
         max_ahead_ms,
     }
 }
@@ -78,13 +81,32 @@ mod tests {
 
     const LAYOUT: Layout = Layout::own(10, DEFAULT_EPOCH_MS);
 
+    /// A state whose lease reaches the end of time: these tests are about the clock.
+    fn leased() -> SequenceState {
+        let s = SequenceState::default();
+        s.lease_end.store(u64::MAX, Ordering::Relaxed);
+        s
+    }
+
+    #[test]
+    fn nothing_is_handed_out_past_the_lease() {
+        let state = SequenceState::default();
+        let b = bounds(&LAYOUT, 10_000, &state);
+        assert!(matches!(
+            try_reserve(&LAYOUT, &state, 1, &b),
+            Err(Miss::Refused(Refusal::LeaseNeeded { .. }))
+        ));
+        assert_eq!(state.tick.load(Ordering::Relaxed), 0);
+    }
+
     fn now_ms() -> u64 {
         LAYOUT.ms_since_epoch(wallclock::precise_unix_ms()).unwrap()
     }
 
     #[test]
     fn reservations_follow_the_wall_clock_and_count() {
-        let (layout, b, state) = (LAYOUT, bounds(&LAYOUT, 10_000), SequenceState::default());
+        let (layout, state) = (LAYOUT, leased());
+        let b = bounds(&LAYOUT, 10_000, &state);
         let before = now_ms();
         let a = try_reserve(&layout, &state, 1, &b).unwrap();
         let z = try_reserve(&layout, &state, 5, &b).unwrap();
@@ -96,7 +118,8 @@ mod tests {
 
     #[test]
     fn a_sequence_far_ahead_continues_from_its_last_tick() {
-        let (layout, b, state) = (LAYOUT, bounds(&LAYOUT, 10_000), SequenceState::default());
+        let (layout, state) = (LAYOUT, leased());
+        let b = bounds(&LAYOUT, 10_000, &state);
         let now = now_ms();
         let ahead = clock::tick_of_ms(now + 5_000, layout.counter_bits) + 17;
         state.tick.store(ahead, Ordering::Relaxed);
@@ -105,7 +128,7 @@ mod tests {
             ahead + 1
         );
         // ...but not past the bound:
-        let tight = bounds(&layout, 1_000);
+        let tight = bounds(&layout, 1_000, &state);
         assert!(matches!(
             try_reserve(&layout, &state, 1, &tight),
             Err(Miss::Refused(Refusal::AheadOfClock { .. }))
@@ -116,9 +139,9 @@ mod tests {
     #[test]
     fn a_clock_outside_the_layout_is_a_miss() {
         let future_epoch = Layout::own(10, wallclock::precise_unix_ms() + 86_400_000);
-        let b = bounds(&future_epoch, 10_000);
+        let b = bounds(&future_epoch, 10_000, &leased());
         assert!(matches!(
-            try_reserve(&future_epoch, &SequenceState::default(), 1, &b),
+            try_reserve(&future_epoch, &leased(), 1, &b),
             Err(Miss::ClockOutsideLayout { .. })
         ));
     }

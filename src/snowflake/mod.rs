@@ -5,6 +5,5 @@ pub mod clock;
 pub mod epoch;
 pub mod generator;
 pub mod layout;
-pub mod registry;
 mod sql;
 pub mod wallclock;

@@ -12,9 +12,10 @@ use super::clock::{self, Bounds, Refusal, Reservation};
 use super::epoch::{format_utc, pg_timestamp_to_unix_ms, unix_ms_to_pg_timestamp};
 use super::generator::{self, Miss};
 use super::layout::{preset, preset_names, Layout, Parts};
-use super::registry::{check_name, NameError, Registry, Slot, MAX_NAME_LEN};
 use super::wallclock;
+use crate::durable;
 use crate::errors::{error, not_preloaded, Code};
+use crate::registry::{check_name, Key, Kind, NameError, Registry, Slot, MAX_NAME_LEN};
 use crate::{guc, shmem};
 
 /// Longest wait for the wall clock to catch up before refusing with an error.
@@ -54,12 +55,18 @@ pub unsafe extern "C-unwind" fn snowflake_next_fast(
     }
 }
 
-/// The ID, if it can be made without an error, a wait, or a call into PostgreSQL.
+/// The ID, if it can be made without an error, a wait, a lease extension, or a call into
+/// PostgreSQL.
 fn next_without_fail(fcinfo: pg_sys::FunctionCallInfo) -> Option<i64> {
+    // SAFETY: a plain read of a backend-global flag. Read-only transactions (and every
+    // transaction on a standby) get their ERROR from the guarded entry point.
+    if unsafe { pg_sys::XactReadOnly } {
+        return None;
+    }
     let (layout, registry) = (guc::layout()?, shmem::registry()?);
     // SAFETY: fcinfo is this call's, and its one argument is a non-null text (STRICT).
     let slot = registry.get(unsafe { callsite::cached_slot(fcinfo)? })?;
-    let bounds = generator::bounds(layout, guc::max_clock_ahead_ms());
+    let bounds = generator::bounds(layout, guc::max_clock_ahead_ms(), &slot.state);
     let r = generator::try_reserve(layout, &slot.state, 1, &bounds).ok()?;
     Some(layout.id_of_tick(r.first, guc::node_id()) as i64)
 }
@@ -67,9 +74,10 @@ fn next_without_fail(fcinfo: pg_sys::FunctionCallInfo) -> Option<i64> {
 #[pg_extern(sql = false)]
 fn snowflake_next(fcinfo: pg_sys::FunctionCallInfo) -> i64 {
     let (layout, registry) = preloaded();
+    durable::require_writable("snowflake_next()");
     // SAFETY: fcinfo is this call's, and its one argument is a non-null text (STRICT).
     let idx = unsafe { callsite::slot_of_name_arg(fcinfo, |name| find_slot(&registry, name)) };
-    let r = reserve(layout, registry.slot(idx), 1);
+    let r = reserve(layout, idx, registry.slot(idx), 1);
     layout.id_of_tick(r.first, guc::node_id()) as i64
 }
 
@@ -85,8 +93,9 @@ fn snowflake_next_batch(seq: &str, n: i32) -> SetOfIterator<'static, i64> {
     // No call-site cache here: in a set-returning function fn_extra belongs to the SRF
     // protocol, and one lookup per batch costs nothing.
     let (layout, registry) = preloaded();
-    let slot = registry.slot(find_slot(&registry, seq.as_bytes()));
-    let r = reserve(layout, slot, n as u64);
+    durable::require_writable("snowflake_next_batch()");
+    let idx = find_slot(&registry, seq.as_bytes());
+    let r = reserve(layout, idx, registry.slot(idx), n as u64);
     let node = guc::node_id();
     SetOfIterator::new((r.first..=r.last).map(move |tick| layout.id_of_tick(tick, node) as i64))
 }
@@ -118,10 +127,19 @@ fn find_slot(registry: &Registry<'static>, name: &[u8]) -> usize {
         )
         .detail(format!("Names are at most {MAX_NAME_LEN} bytes."))
         .raise(),
+        Err(NameError::Nul) => error(
+            Code::ERRCODE_INVALID_PARAMETER_VALUE,
+            "snowflake sequence name must not contain a NUL byte",
+        )
+        .raise(),
     }
-    // SAFETY: MyDatabaseId is set for the life of a backend connected to a database.
-    let db = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    registry.find_or_insert(db, name).unwrap_or_else(|_| {
+    let key = Key {
+        db: current_db(),
+        kind: Kind::Snowflake,
+        name,
+    };
+    let recorded = durable::recorded_of(own_layout());
+    registry.find_or_insert(key, recorded).unwrap_or_else(|_| {
         error(
             Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
             format!(
@@ -144,13 +162,24 @@ fn layout_range(layout: &Layout) -> String {
     )
 }
 
-/// Reserves `n` ticks, waiting briefly when the sequence has run too far ahead of the clock.
-fn reserve(layout: &Layout, slot: &Slot, n: u64) -> Reservation {
-    let bounds = generator::bounds(layout, guc::max_clock_ahead_ms());
+fn current_db() -> u32 {
+    // SAFETY: MyDatabaseId is set for the life of a backend connected to a database.
+    unsafe { pg_sys::MyDatabaseId }.to_u32()
+}
+
+/// Reserves `n` ticks of sequence `idx`, extending its lease when needed and waiting
+/// briefly when the sequence has run too far ahead of the clock.
+fn reserve(layout: &Layout, idx: usize, slot: &Slot, n: u64) -> Reservation {
+    let max_ahead_ms = guc::max_clock_ahead_ms();
     let mut waited_ms = 0;
     loop {
+        let bounds = generator::bounds(layout, max_ahead_ms, &slot.state);
         let refusal = match generator::try_reserve(layout, &slot.state, n, &bounds) {
             Ok(r) => return r,
+            Err(Miss::Refused(Refusal::LeaseNeeded { last })) => {
+                durable::extend_snowflake(idx, slot, layout, &bounds, last);
+                continue;
+            }
             Err(Miss::Refused(refusal)) => refusal,
             Err(Miss::ClockOutsideLayout { unix_ms }) => error(
                 Code::ERRCODE_DATETIME_FIELD_OVERFLOW,
@@ -208,6 +237,7 @@ fn refuse(refusal: Refusal, bounds: &Bounds, name: &[u8], n: u64) -> ! {
         )
         .hint("Choose a later snowflake.epoch for new sequences.")
         .raise(),
+        Refusal::LeaseNeeded { .. } => unreachable!("reserve extends the lease itself"),
     }
 }
 
@@ -338,8 +368,7 @@ fn snowflake_sequences_rows() -> TableIterator<
     ),
 > {
     let (layout, registry) = preloaded();
-    // SAFETY: MyDatabaseId is set for the life of a backend connected to a database.
-    let db = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let db = current_db();
     let node = guc::node_id();
     let now_ms = wallclock::precise_unix_ms();
     let describe = format!(
@@ -348,7 +377,7 @@ fn snowflake_sequences_rows() -> TableIterator<
     );
     let epoch = timestamptz(layout.epoch_ms);
     let rows: Vec<_> = registry
-        .of_database(db)
+        .of_database(db, Kind::Snowflake)
         .map(|slot| {
             let s = &slot.state;
             let tick = s.tick.load(Ordering::Relaxed);

@@ -84,11 +84,12 @@ INSERT INTO orders (id, item) SELECT id, 'never' FROM snowflake_next_batch('', 3
 \echo :LAST_ERROR_SQLSTATE
 SELECT count(*) FROM orders WHERE item = 'never';
 
--- The generator writes shared memory only, so it is VOLATILE and PARALLEL UNSAFE like
--- nextval; decoders are STRICT and PARALLEL SAFE, STABLE for this server's layout and
--- IMMUTABLE for a named layout.
+-- The generator writes shared memory (and, once per lease window, the lease file and the
+-- WAL), so it is VOLATILE and PARALLEL UNSAFE like nextval; decoders are STRICT and PARALLEL
+-- SAFE, STABLE for this server's layout and IMMUTABLE for a named layout.
 SELECT p.oid::regprocedure AS function, p.provolatile AS volatility, p.proparallel AS parallel,
        p.proisstrict AS strict
   FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
  WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake_id')
+   AND p.proname LIKE 'snowflake%'
  ORDER BY p.oid::regprocedure::text;

@@ -24,7 +24,8 @@ SELECT pg_reload_conf();
 SELECT pg_sleep(0.5);
 SHOW snowflake.max_clock_ahead;
 
--- snowflake.max_sequences is 32 in this test instance: the 33rd name is refused, while
+-- snowflake.max_sequences is 32 in this test instance, shared with the four gdid sequences
+-- of gdid_generate: the 29th snowflake name is refused, while
 -- names that already exist keep working.
 SELECT count(*) AS sequences_so_far FROM snowflake_sequences;
 DO $$

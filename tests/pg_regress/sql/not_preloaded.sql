@@ -27,3 +27,7 @@ INSERT INTO t DEFAULT VALUES;
 \echo :LAST_ERROR_SQLSTATE
 -- The connection is still there, and decoders of named layouts need no shared memory.
 SELECT * FROM snowflake_decode(175928847299117063, 'discord');
+-- The gdid type needs no shared memory either; its generator does.
+SELECT gdid(1293, 3, 57), '0x00000000100000000000004B'::gdid;
+SELECT gdid_next('billing', 'invoices');
+\echo :LAST_ERROR_SQLSTATE

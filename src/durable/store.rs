@@ -1,0 +1,185 @@
+//! The lease file: one 256-byte record per registry slot, at `slot * 256`.
+//!
+//! PURE: plain file I/O with no pgrx, so the tests run it in a temporary directory. Every
+//! PostgreSQL process runs in the data directory, so the relative path lands there, where
+//! `pg_basebackup` copies it along with everything else.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::record::{Corrupt, LeaseRecord, RECORD_SIZE};
+
+/// Relative to the data directory.
+pub const DIR: &str = "snowflake_id";
+const FILE: &str = "leases";
+const TEMP: &str = "leases.tmp";
+
+pub struct Store {
+    dir: PathBuf,
+}
+
+/// What is wrong with the file, with the byte offset of the bad record.
+#[derive(Debug)]
+pub enum LoadError {
+    Io(io::Error),
+    Corrupt { offset: u64, what: Corrupt },
+    Truncated { len: u64 },
+}
+
+impl From<io::Error> for LoadError {
+    fn from(e: io::Error) -> Self {
+        LoadError::Io(e)
+    }
+}
+
+impl Store {
+    pub fn in_data_dir() -> Store {
+        Store::at(Path::new(DIR))
+    }
+
+    pub fn at(dir: &Path) -> Store {
+        Store {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(FILE)
+    }
+
+    /// Every record in the file; none if there is no file yet.
+    pub fn load(&self) -> Result<Vec<LeaseRecord>, LoadError> {
+        let bytes = match fs::read(self.path()) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        if bytes.len() % RECORD_SIZE != 0 {
+            return Err(LoadError::Truncated {
+                len: bytes.len() as u64,
+            });
+        }
+        let mut records = Vec::new();
+        for (i, chunk) in bytes.chunks_exact(RECORD_SIZE).enumerate() {
+            let chunk: &[u8; RECORD_SIZE] = chunk.try_into().expect("chunks_exact");
+            match LeaseRecord::decode(chunk) {
+                Ok(Some(r)) => records.push(r),
+                Ok(None) => {}
+                Err(what) => {
+                    return Err(LoadError::Corrupt {
+                        offset: (i * RECORD_SIZE) as u64,
+                        what,
+                    })
+                }
+            }
+        }
+        Ok(records)
+    }
+
+    /// Replaces the whole file with `records` (slot index, record) atomically: a crash
+    /// leaves either the old file or the new one.
+    pub fn rewrite(&self, records: &[(usize, LeaseRecord)]) -> io::Result<()> {
+        let new = !self.dir.exists();
+        fs::create_dir_all(&self.dir)?;
+        if new {
+            sync_dir(self.dir.parent().filter(|p| !p.as_os_str().is_empty()))?;
+        }
+        let len = records.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
+        let mut bytes = vec![0u8; len * RECORD_SIZE];
+        for (i, r) in records {
+            bytes[i * RECORD_SIZE..(i + 1) * RECORD_SIZE].copy_from_slice(&r.encode());
+        }
+        let temp = self.dir.join(TEMP);
+        let file = File::create(&temp)?;
+        file.write_all_at(&bytes, 0)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&temp, self.path())?;
+        sync_dir(Some(&self.dir))
+    }
+
+    /// Writes the record of slot `idx` and waits until it is on disk.
+    pub fn write(&self, idx: usize, record: &LeaseRecord) -> io::Result<()> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.path())?;
+        file.write_all_at(&record.encode(), (idx * RECORD_SIZE) as u64)?;
+        file.sync_data()
+    }
+}
+
+/// Makes a rename or a new entry in `dir` durable (the current directory when `None`).
+fn sync_dir(dir: Option<&Path>) -> io::Result<()> {
+    File::open(dir.unwrap_or(Path::new(".")))?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{Kind, Recorded};
+
+    fn record(name: &str, end: u64) -> LeaseRecord {
+        LeaseRecord {
+            db: 5,
+            kind: Kind::Gdid,
+            name: name.as_bytes().to_vec(),
+            recorded: Recorded::default(),
+            era: 1,
+            end,
+        }
+    }
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("snowflake_id_store_{tag}_{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn rewrite_write_and_load() {
+        let root = temp_dir("rw");
+        let store = Store::at(&root.join(DIR));
+        assert!(store.load().unwrap().is_empty());
+        store
+            .rewrite(&[(0, record("a", 10)), (3, record("b", 20))])
+            .unwrap();
+        store.write(3, &record("b", 30)).unwrap();
+        store.write(5, &record("c", 1)).unwrap();
+        let names: Vec<_> = store
+            .load()
+            .unwrap()
+            .into_iter()
+            .map(|r| (String::from_utf8(r.name).unwrap(), r.end))
+            .collect();
+        assert_eq!(names, [("a".into(), 10), ("b".into(), 30), ("c".into(), 1)]);
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn damage_is_reported_not_skipped() {
+        let root = temp_dir("bad");
+        let store = Store::at(&root.join(DIR));
+        store.rewrite(&[(1, record("a", 10))]).unwrap();
+        let mut bytes = fs::read(store.path()).unwrap();
+        bytes[RECORD_SIZE + 30] ^= 1;
+        fs::write(store.path(), &bytes).unwrap();
+        assert!(matches!(
+            store.load(),
+            Err(LoadError::Corrupt {
+                offset: 256,
+                what: Corrupt::Checksum
+            })
+        ));
+        fs::write(store.path(), &bytes[..100]).unwrap();
+        assert!(matches!(
+            store.load(),
+            Err(LoadError::Truncated { len: 100 })
+        ));
+        fs::remove_dir_all(root).unwrap();
+    }
+}

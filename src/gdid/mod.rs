@@ -1,0 +1,8 @@
+//! The gdid half: a 12-byte global distributed ID type and its generator.
+
+pub mod compact;
+pub mod counter;
+mod datum;
+mod ops;
+mod sql;
+pub mod value;
