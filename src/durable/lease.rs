@@ -119,11 +119,18 @@ fn layout_changed(slot: &Slot, now: &Layout) -> ! {
     .raise()
 }
 
-/// Extends the lease of snowflake sequence `idx` to cover tick `last`.
-pub fn extend_snowflake(idx: usize, slot: &Slot, layout: &Layout, bounds: &Bounds, last: u64) {
+/// Raises the layout-change ERROR if snowflake sequence `slot` was created under other
+/// layout settings than `layout`. Its state counts ticks of that layout, so this comes
+/// before anything else looks at them.
+pub fn check_layout(slot: &Slot, layout: &Layout) {
     if slot.recorded() != recorded_of(layout) {
         layout_changed(slot, layout);
     }
+}
+
+/// Extends the lease of snowflake sequence `idx` to cover tick `last`.
+pub fn extend_snowflake(idx: usize, slot: &Slot, layout: &Layout, bounds: &Bounds, last: u64) {
+    check_layout(slot, layout);
     let state = &slot.state;
     let _lock = LeaseLock::acquire();
     if state.lease_end.load(Ordering::Acquire) > last {

@@ -12,8 +12,8 @@ pub mod store;
 mod wal;
 
 pub use lease::{
-    advance_gdid, apply, display_gdid_key, extend_gdid, extend_snowflake, load_at_startup,
-    recorded_of, require_writable,
+    advance_gdid, apply, check_layout, display_gdid_key, extend_gdid, extend_snowflake,
+    load_at_startup, recorded_of, require_writable,
 };
 pub use wal::register as register_wal;
 

@@ -201,3 +201,19 @@ CREATE FUNCTION gdid_advance(scope text, sequence text, past gdid) RETURNS void
 COMMENT ON FUNCTION gdid_advance(text, text, gdid) IS
     'Moves (scope, sequence) on so that its next gdid has a later era and counter than past; never back';
 REVOKE EXECUTE ON FUNCTION gdid_advance(text, text, gdid) FROM PUBLIC;
+
+-- Monitoring
+
+CREATE FUNCTION gdid_sequences_rows(
+        OUT scope text, OUT sequence text, OUT era bigint, OUT last_counter bigint,
+        OUT lease_end bigint, OUT issued bigint, OUT lease_extensions bigint)
+    RETURNS SETOF record
+    VOLATILE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_sequences_rows_wrapper';
+
+CREATE VIEW gdid_sequences AS
+    SELECT scope, sequence, era, last_counter, lease_end, issued, lease_extensions
+      FROM @extschema@.gdid_sequences_rows();
+GRANT SELECT ON gdid_sequences TO PUBLIC;
+COMMENT ON VIEW gdid_sequences IS
+    'The gdid sequences of this database: position, durable lease, activity since start';

@@ -252,3 +252,33 @@ fn gdid_advance(scope: &str, sequence: &str, past: PgGdid) {
     let slot = shmem::registry().expect("slot_of checked").slot(idx);
     durable::advance_gdid(idx, slot, past.0.era, past.0.counter());
 }
+
+/// Rows of the gdid_sequences view: the current database's gdid sequences.
+#[allow(clippy::type_complexity)]
+#[pg_extern(sql = false)]
+fn gdid_sequences_rows() -> TableIterator<'static, (String, String, i64, i64, i64, i64, i64)> {
+    let registry = shmem::registry().unwrap_or_else(|| not_preloaded());
+    // SAFETY: MyDatabaseId is set for the life of a backend connected to a database.
+    let db = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let rows: Vec<_> = registry
+        .of_database(db, Kind::Gdid)
+        .map(|slot| {
+            let name = slot.name();
+            let split = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            let (scope, sequence) = (&name[..split], name.get(split + 1..).unwrap_or(&[]));
+            let s = &slot.state;
+            let (era, lease_end) = counter::lease(s);
+            (
+                String::from_utf8_lossy(scope).into_owned(),
+                String::from_utf8_lossy(sequence).into_owned(),
+                i64::from(era),
+                counter::last(s) as i64,
+                lease_end as i64,
+                s.issued.load(std::sync::atomic::Ordering::Relaxed) as i64,
+                s.lease_extensions
+                    .load(std::sync::atomic::Ordering::Relaxed) as i64,
+            )
+        })
+        .collect();
+    TableIterator::new(rows)
+}

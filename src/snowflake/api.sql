@@ -115,14 +115,16 @@ COMMENT ON FUNCTION snowflake_decode_jsonb(bigint, text) IS
 CREATE FUNCTION snowflake_sequences_rows(
         OUT name text, OUT layout text, OUT epoch timestamptz,
         OUT last_id bigint, OUT last_timestamp timestamptz, OUT issued bigint,
-        OUT counter_exhausted bigint, OUT clock_ahead interval, OUT clock_regressions bigint)
+        OUT counter_exhausted bigint, OUT clock_ahead interval, OUT clock_regressions bigint,
+        OUT lease_until timestamptz, OUT lease_extensions bigint)
     RETURNS SETOF record
     VOLATILE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_sequences_rows_wrapper';
 
 CREATE VIEW snowflake_sequences AS
     SELECT name, layout, epoch, last_id::@extschema@.snowflake AS last_id, last_timestamp,
-           issued, counter_exhausted, clock_ahead, clock_regressions
+           issued, counter_exhausted, clock_ahead, clock_regressions, lease_until,
+           lease_extensions
       FROM @extschema@.snowflake_sequences_rows();
 GRANT SELECT ON snowflake_sequences TO PUBLIC;
 COMMENT ON VIEW snowflake_sequences IS

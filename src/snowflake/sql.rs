@@ -170,6 +170,7 @@ fn current_db() -> u32 {
 /// Reserves `n` ticks of sequence `idx`, extending its lease when needed and waiting
 /// briefly when the sequence has run too far ahead of the clock.
 fn reserve(layout: &Layout, idx: usize, slot: &Slot, n: u64) -> Reservation {
+    durable::check_layout(slot, layout);
     let max_ahead_ms = guc::max_clock_ahead_ms();
     let mut waited_ms = 0;
     loop {
@@ -349,7 +350,8 @@ fn snowflake_from_timestamp_in_layout(ts: TimestampWithTimeZone, layout: &str) -
 // ---------------------------------------------------------------------------------------------
 // Monitoring
 
-/// Rows of the snowflake_sequences view: the current database's sequences.
+/// Rows of the snowflake_sequences view: the current database's sequences, each described
+/// with the layout it was created with (the server's, unless the settings changed since).
 // The row type is spelled out because #[pg_extern] rejects a type alias in TableIterator.
 #[allow(clippy::type_complexity)]
 #[pg_extern(sql = false)]
@@ -365,37 +367,42 @@ fn snowflake_sequences_rows() -> TableIterator<
         i64,
         Interval,
         i64,
+        Option<TimestampWithTimeZone>,
+        i64,
     ),
 > {
-    let (layout, registry) = preloaded();
+    let (_, registry) = preloaded();
     let db = current_db();
     let node = guc::node_id();
     let now_ms = wallclock::precise_unix_ms();
-    let describe = format!(
-        "{}/{}/{}",
-        layout.time_bits, layout.node_bits, layout.counter_bits
-    );
-    let epoch = timestamptz(layout.epoch_ms);
     let rows: Vec<_> = registry
         .of_database(db, Kind::Snowflake)
         .map(|slot| {
+            let rec = slot.recorded();
+            let layout = Layout::own(rec.node_bits, rec.epoch_ms);
             let s = &slot.state;
             let tick = s.tick.load(Ordering::Relaxed);
+            let lease_end = s.lease_end.load(Ordering::Relaxed);
             // Tick 0 means nothing handed out yet.
             let last_id = (tick != 0).then(|| layout.id_of_tick(tick, node) as i64);
-            let last_unix_ms =
-                (tick != 0).then(|| layout.epoch_ms + (tick >> layout.counter_bits) as i64);
+            let ms_of = |tick: u64| layout.epoch_ms + (tick >> layout.counter_bits) as i64;
+            let last_unix_ms = (tick != 0).then(|| ms_of(tick));
             let ahead_ms = last_unix_ms.map_or(0, |ms| (ms - now_ms).max(0));
             (
                 display(slot.name()).into_owned(),
-                describe.clone(),
-                epoch,
+                format!(
+                    "{}/{}/{}",
+                    layout.time_bits, layout.node_bits, layout.counter_bits
+                ),
+                timestamptz(layout.epoch_ms),
                 last_id,
                 last_unix_ms.map(timestamptz),
                 s.issued.load(Ordering::Relaxed) as i64,
                 s.borrowed.load(Ordering::Relaxed) as i64,
                 Interval::from_micros(ahead_ms * 1000),
                 s.clock_regressions.load(Ordering::Relaxed) as i64,
+                (lease_end != 0).then(|| timestamptz(ms_of(lease_end))),
+                s.lease_extensions.load(Ordering::Relaxed) as i64,
             )
         })
         .collect();

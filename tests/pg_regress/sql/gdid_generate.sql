@@ -66,3 +66,9 @@ BEGIN READ ONLY;
 SELECT * FROM gdid_next_block('billing', 'invoices', 2);
 ROLLBACK;
 DROP ROLE gdid_user;
+
+-- Monitoring: each sequence's era, last counter and durable lease (counters at or past
+-- lease_end were never handed out; a restart resumes there).
+SELECT scope, sequence, era, last_counter, lease_end > last_counter AS leased, issued,
+       lease_extensions > 0 AS extended
+  FROM gdid_sequences ORDER BY scope, sequence;

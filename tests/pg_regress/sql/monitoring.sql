@@ -22,6 +22,15 @@ SELECT count(*), max(snowflake_timestamp(id)) - min(snowflake_timestamp(id)) AS 
 SELECT issued, counter_exhausted, clock_ahead <= interval '50 ms' AS by_at_most_50ms
   FROM snowflake_sequences WHERE name = 'burst';
 
+-- The durable lease: every ID handed out is below lease_until, which runs at most
+-- snowflake.max_clock_ahead past the clock; a restart resumes above it. Extending it (a file
+-- write and a WAL flush) happens about once a second per busy sequence, not per ID.
+SELECT last_timestamp < lease_until AS below_lease,
+       lease_until <= clock_timestamp() + current_setting('snowflake.max_clock_ahead')::interval
+           AS within_run_ahead_bound,
+       lease_extensions BETWEEN 1 AND 5 AS few_extensions
+  FROM snowflake_sequences WHERE name = 'monitored';
+
 -- Sequences of other databases are not listed. The view is readable by everyone.
 SELECT count(*) > 0 AS has_rows, count(*) = count(DISTINCT name) AS one_row_per_name FROM snowflake_sequences;
 SELECT has_table_privilege('public', 'snowflake_sequences', 'SELECT') AS public_can_read;

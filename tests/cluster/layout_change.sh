@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Layout change: a sequence keeps the epoch and node bits it was created with, durably. After
+# a restart with another snowflake.epoch (or snowflake.node_bits), generating under that
+# name refuses with an ERROR that says how to migrate, rather than making IDs that could
+# repeat or sort below the old ones. New names use the new layout; with the settings
+# restored, the old name resumes above its IDs.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+db="$CLUSTER_ROOT/node"
+pg_init "$db" 55461 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 3"
+conf="$db/data/postgresql.conf"
+pg_start "$db"
+pg_psql "$db" -d postgres -qc "CREATE EXTENSION snowflake_id"
+out="$CLUSTER_ROOT/out"
+mkdir -p "$out"
+stream "$db" "$out/before" 10 "SELECT * FROM snowflake_next_batch('orders', 1000);"
+
+refused() {
+    local msg
+    msg=$(pg_psql "$db" -d postgres -Atc "SELECT snowflake_next('orders')" 2>&1) &&
+        fail "generated under a changed layout: $msg"
+    echo "$msg" | grep -q 'ERROR:  snowflake sequence "orders" was created with a different layout' ||
+        fail "unexpected: $msg"
+    echo "$msg"
+}
+
+v=1
+for change in "snowflake.epoch = '2026-01-01 00:00:00+00'" "snowflake.node_bits = 12"; do
+    v=$((v + 1))
+    pg_stop "$db"
+    cp -p "$conf" "$conf.orig"
+    echo "$change" >>"$conf"
+    pg_start "$db"
+    echo "restarted with $change:"
+    refused
+    # A new name records the new layout (and is refused in turn once it changes again).
+    expect "$db" "SELECT snowflake_next('orders_v$v') > 0" "t"
+    expect "$db" "SELECT gdid_next('shop', 'orders') IS NOT NULL" "t"
+    mv "$conf.orig" "$conf"
+done
+
+pg_stop "$db"
+pg_start "$db"
+stream "$db" "$out/after" 10 "SELECT * FROM snowflake_next_batch('orders', 1000);"
+load_ids "$db" before bigint "$out/before"
+load_ids "$db" after bigint "$out/after"
+expect "$db" "SELECT count(*) FROM after" "10000"
+expect "$db" "SELECT (SELECT min(id) FROM after) > (SELECT max(id) FROM before)" "t"
+echo "figures: 10000 IDs before, 0 under each changed layout, 10000 after restoring it"
+echo "layout_change: ok"
