@@ -1,5 +1,5 @@
 # The two commands of the README, and a few helpers. Each installs what it needs.
-.PHONY: demo demo-stop test bench install lint
+.PHONY: demo demo-stop test bench bench-gdid fuzz install lint
 
 demo:            ## build, install, start a local PostgreSQL 15 with snowflake_id, show it working
 	bash scripts/demo.sh start
@@ -12,6 +12,12 @@ test:            ## the whole test suite: cargo test, pg_regress, cluster tests
 
 bench:           ## snowflake_next against nextval, gen_random_uuid and a bare loop
 	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/run.sh
+
+bench-gdid:      ## gdid against uuid, bigint, bytea on 10M rows: sort, index build, size
+	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/gdid.sh
+
+fuzz:            ## the gdid parsers under mutated input for FUZZ_SECONDS (default 600)
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-600} cargo test --release --lib fuzz_gdid_parsers -- --ignored --nocapture
 
 install:         ## build and install into Debian's PostgreSQL 15
 	bash scripts/setup.sh && bash scripts/install.sh

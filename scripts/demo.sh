@@ -33,7 +33,8 @@ stop # a running server must not have the library replaced under it
 bash scripts/install.sh
 pg_init "$DEMO_DIR" "$DEMO_PORT" \
     "shared_preload_libraries = 'snowflake_id'" \
-    "snowflake.node_id = 1"
+    "snowflake.node_id = 1" \
+    "gdid.authority = 1"
 pg_start "$DEMO_DIR"
 
 pg_psql "$DEMO_DIR" -d postgres -q <<'SQL'
@@ -55,7 +56,19 @@ SELECT snowflake_decode_jsonb(id) FROM orders ORDER BY id LIMIT 1;
 \echo 'Orders of the last minute, found through the primary key:'
 SELECT count(*) FROM orders WHERE id >= snowflake_from_timestamp(now() - interval '1 minute');
 \echo 'The sequence, as shared memory sees it:'
-SELECT name, layout, last_id, issued, counter_exhausted, clock_ahead FROM snowflake_sequences;
+SELECT name, layout, last_id, issued, counter_exhausted, clock_ahead, lease_until FROM snowflake_sequences;
+CREATE TABLE invoices (
+    id gdid PRIMARY KEY DEFAULT gdid_next('billing', 'invoices'),
+    item text NOT NULL
+);
+INSERT INTO invoices (item) SELECT 'invoice ' || g FROM generate_series(1, 1000) g;
+\echo
+\echo 'CREATE TABLE invoices (id gdid PRIMARY KEY DEFAULT gdid_next(''billing'', ''invoices''), item text);'
+\echo 'gdids: era:authority:counter, 12 bytes each, and their compact form:'
+SELECT id, gdid_to_hex(id), gdid_compress(id), pg_column_size(id) AS bytes, item
+  FROM invoices ORDER BY id LIMIT 3;
+\echo 'The gdid sequence and its durable lease:'
+SELECT * FROM gdid_sequences;
 SQL
 
 cat <<MSG

@@ -340,6 +340,12 @@ mod tests {
     }
 
     #[test]
+    fn a_slot_is_320_bytes_as_documented() {
+        // README and the snowflake.max_sequences description quote this size.
+        assert_eq!(std::mem::size_of::<Slot>(), 320);
+    }
+
+    #[test]
     fn zeroed_memory_is_an_empty_table() {
         // Shared memory arrives zeroed; a zeroed Slot must read as FREE with zero counters.
         let zeroed: Slot = unsafe { std::mem::zeroed() };

@@ -3,6 +3,8 @@
 pub mod compact;
 pub mod counter;
 mod datum;
+#[cfg(test)]
+mod fuzz;
 mod ops;
 mod sql;
 pub mod value;
