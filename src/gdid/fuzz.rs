@@ -88,6 +88,9 @@ fn mutate(rng: &mut Rng, input: &[u8], pool: &[Vec<u8>]) -> Vec<u8> {
     v
 }
 
+/// One fuzz target: `Err` says what invariant the input broke.
+type Check = fn(&[u8]) -> Result<(), String>;
+
 fn check_text(input: &[u8]) -> Result<(), String> {
     let Ok(text) = std::str::from_utf8(input) else {
         return Ok(()); // gdid_in hands the parser valid UTF-8 only (to_string_lossy)
@@ -133,7 +136,7 @@ fn fuzz_gdid_parsers() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
-    let targets: [(&str, fn(&[u8]) -> Result<(), String>); 3] = [
+    let targets: [(&str, Check); 3] = [
         ("text", check_text),
         ("compact", check_compact),
         ("leb128", check_leb128),
