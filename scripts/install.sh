@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Builds the extension (release) and installs it into Debian's PostgreSQL 15.
+# Builds the extension (release) and installs it into the PostgreSQL of PG_CONFIG (default:
+# Debian's PostgreSQL 15; scripts/setup.sh also provides PostgreSQL 18 in /opt/postgresql-18).
 # Never install over a library a running server has loaded: stop those servers first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
+major=$("$PG_CONFIG" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')
 mkdir -p .build
-cargo pgrx install --release --pg-config /usr/bin/pg_config >.build/install.log 2>&1 ||
-    { tail -n 40 .build/install.log; exit 1; }
-echo "install: snowflake_id installed into $(pg_config --pkglibdir)"
+cargo pgrx install --release --pg-config "$PG_CONFIG" >".build/install-$major.log" 2>&1 ||
+    { tail -n 40 ".build/install-$major.log"; exit 1; }
+echo "install: snowflake_id installed into $("$PG_CONFIG" --pkglibdir) (PostgreSQL $major)"

