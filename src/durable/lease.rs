@@ -76,6 +76,12 @@ fn record_of(slot: &Slot, era: u32, end: u64) -> LeaseRecord {
 
 /// On disk, then in the WAL, flushed: only then may shared memory use the new bound.
 fn persist(idx: usize, record: &LeaseRecord) {
+    write_file(idx, record);
+    wal::log_and_flush(&record.encode());
+}
+
+/// The record of slot `idx`, on disk (fsync), or an ERROR.
+fn write_file(idx: usize, record: &LeaseRecord) {
     let store = Store::in_data_dir();
     if let Err(e) = store.write(idx, record) {
         error(
@@ -87,7 +93,6 @@ fn persist(idx: usize, record: &LeaseRecord) {
         )
         .raise();
     }
-    wal::log_and_flush(&record.encode());
 }
 
 fn layout_of(recorded: Recorded) -> Layout {
@@ -274,17 +279,7 @@ pub fn apply(rec: &LeaseRecord) {
         .hint("Set snowflake.max_sequences at least as high as on the primary.")
         .raise()
     };
-    let store = Store::in_data_dir();
-    if let Err(e) = store.write(idx, &merged) {
-        error(
-            Code::ERRCODE_IO_ERROR,
-            format!(
-                "could not write lease file \"{}\": {e}",
-                store.path().display()
-            ),
-        )
-        .raise();
-    }
+    write_file(idx, &merged);
 }
 
 /// Fills freshly created shared memory from the lease file and rewrites the file in slot
