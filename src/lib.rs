@@ -15,6 +15,7 @@ pub mod snowflake;
 mod errors;
 mod guc;
 mod shmem;
+mod soft_error;
 
 #[cfg(test)]
 mod testrng;

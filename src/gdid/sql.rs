@@ -14,6 +14,7 @@ use super::value::{Gdid, ParseError, Part, SIZE};
 use crate::durable;
 use crate::errors::{error, not_preloaded, Code};
 use crate::registry::{check_name, gdid_key_name, Key, Kind, NameError, Recorded};
+use crate::soft_error::InputError;
 use crate::{guc, shmem};
 
 // ---------------------------------------------------------------------------------------------
@@ -28,21 +29,29 @@ fn out_of_range(what: &str, part: Part) -> ! {
     .raise()
 }
 
+/// NULL only when the caller asked for soft errors (PostgreSQL 16+) and the input is bad.
 #[pg_extern(sql = false)]
-fn gdid_in(input: &CStr) -> PgGdid {
+fn gdid_in(input: &CStr, fcinfo: pg_sys::FunctionCallInfo) -> Option<PgGdid> {
     let text = input.to_string_lossy();
-    match Gdid::parse(&text) {
-        Ok(g) => PgGdid(g),
-        Err(ParseError::Malformed) => error(
-            Code::ERRCODE_INVALID_TEXT_REPRESENTATION,
-            format!("invalid input syntax for type gdid: \"{text}\""),
-        )
-        .hint(
-            "Write era:authority:counter in decimal, such as 1293:3:57, or 24 hexadecimal digits.",
-        )
-        .raise(),
-        Err(ParseError::OutOfRange(part)) => out_of_range(&format!("value \"{text}\""), part),
-    }
+    let e = match Gdid::parse(&text) {
+        Ok(g) => return Some(PgGdid(g)),
+        Err(ParseError::Malformed) => InputError {
+            code: Code::ERRCODE_INVALID_TEXT_REPRESENTATION,
+            message: format!("invalid input syntax for type gdid: \"{text}\""),
+            detail: None,
+            hint: Some(
+                "Write era:authority:counter in decimal, such as 1293:3:57, or 24 hexadecimal digits.",
+            ),
+        },
+        Err(ParseError::OutOfRange(part)) => InputError {
+            code: Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+            message: format!("value \"{text}\" is out of range for type gdid"),
+            detail: Some(format!("The {}.", part.describe())),
+            hint: None,
+        },
+    };
+    e.report(fcinfo);
+    None
 }
 
 #[pg_extern(sql = false)]
