@@ -14,6 +14,7 @@ pub mod snowflake;
 
 mod errors;
 mod guc;
+mod sequences;
 mod shmem;
 mod soft_error;
 

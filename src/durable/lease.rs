@@ -292,7 +292,10 @@ pub fn load_at_startup(registry: &Registry<'static>) {
         let why = match e {
             LoadError::Io(e) => e.to_string(),
             LoadError::Corrupt { offset, what } => {
-                format!("the record at byte {offset} is damaged ({what:?})")
+                format!(
+                    "the record at byte {offset} is damaged ({})",
+                    what.describe()
+                )
             }
             LoadError::Truncated { len } => {
                 format!("its length {len} is not a whole number of records")

@@ -50,6 +50,16 @@ pub enum Corrupt {
     Field,
 }
 
+impl Corrupt {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Corrupt::Magic => "not a lease record",
+            Corrupt::Checksum => "checksum mismatch",
+            Corrupt::Field => "a field out of range",
+        }
+    }
+}
+
 impl LeaseRecord {
     pub fn key(&self) -> Key<'_> {
         Key {

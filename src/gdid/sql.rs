@@ -13,9 +13,9 @@ use super::datum::PgGdid;
 use super::value::{Gdid, ParseError, Part, SIZE};
 use crate::durable;
 use crate::errors::{error, not_preloaded, Code};
-use crate::registry::{check_name, gdid_key_name, Key, Kind, NameError, Recorded};
+use crate::registry::{gdid_key_name, Kind, Recorded, Slot};
 use crate::soft_error::InputError;
-use crate::{guc, shmem};
+use crate::{guc, sequences, shmem};
 
 // ---------------------------------------------------------------------------------------------
 // Text and binary I/O
@@ -175,55 +175,21 @@ fn gdid_from_leb128(bytes: &[u8]) -> PgGdid {
 // ---------------------------------------------------------------------------------------------
 // Generation
 
-fn checked<'a>(what: &str, name: &'a str) -> &'a [u8] {
-    let bytes = name.as_bytes();
-    match check_name(bytes) {
-        Ok(()) => bytes,
-        Err(NameError::Empty) => error(
-            Code::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("gdid {what} name must not be empty"),
-        )
-        .raise(),
-        Err(NameError::TooLong) => error(
-            Code::ERRCODE_NAME_TOO_LONG,
-            format!("gdid {what} name \"{name}\" is too long"),
-        )
-        .detail("Names are at most 63 bytes.")
-        .raise(),
-        Err(NameError::Nul) => unreachable!("text never contains NUL"),
-    }
-}
-
-/// The slot of (scope, sequence) in this database, created if new.
-fn slot_of(scope: &str, sequence: &str) -> usize {
+/// The slot of (scope, sequence) in this database, created if new, and the slot itself.
+fn slot_of(scope: &str, sequence: &str) -> (usize, &'static Slot) {
     let registry = shmem::registry().unwrap_or_else(|| not_preloaded());
-    let name = gdid_key_name(checked("scope", scope), checked("sequence", sequence));
-    let key = Key {
-        // SAFETY: MyDatabaseId is set for the life of a backend connected to a database.
-        db: unsafe { pg_sys::MyDatabaseId }.to_u32(),
-        kind: Kind::Gdid,
-        name: &name,
-    };
-    registry
-        .find_or_insert(key, Recorded::default())
-        .unwrap_or_else(|_| {
-            error(
-                Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-                format!(
-                    "cannot create gdid sequence \"{scope}/{sequence}\": all {} slots are in use",
-                    registry.capacity()
-                ),
-            )
-            .hint("Raise snowflake.max_sequences and restart the server.")
-            .raise()
-        })
+    sequences::check_name_or_raise("gdid scope", scope.as_bytes());
+    sequences::check_name_or_raise("gdid sequence", sequence.as_bytes());
+    let name = gdid_key_name(scope.as_bytes(), sequence.as_bytes());
+    let shown = format!("gdid sequence \"{scope}/{sequence}\"");
+    let idx = sequences::find_or_create(&registry, Kind::Gdid, &name, Recorded::default(), &shown);
+    (idx, registry.slot(idx))
 }
 
 /// `n` consecutive counters of (scope, sequence), the lease extended as needed.
 fn take(function: &str, scope: &str, sequence: &str, n: u64) -> Taken {
     durable::require_writable(function);
-    let idx = slot_of(scope, sequence);
-    let slot = shmem::registry().expect("slot_of checked").slot(idx);
+    let (idx, slot) = slot_of(scope, sequence);
     loop {
         match counter::try_take(&slot.state, n) {
             Ok(t) => return t,
@@ -257,8 +223,7 @@ fn gdid_next_block(scope: &str, sequence: &str, n: i32) -> SetOfIterator<'static
 #[pg_extern(sql = false)]
 fn gdid_advance(scope: &str, sequence: &str, past: PgGdid) {
     durable::require_writable("gdid_advance()");
-    let idx = slot_of(scope, sequence);
-    let slot = shmem::registry().expect("slot_of checked").slot(idx);
+    let (idx, slot) = slot_of(scope, sequence);
     durable::advance_gdid(idx, slot, past.0.era, past.0.counter());
 }
 
@@ -267,8 +232,7 @@ fn gdid_advance(scope: &str, sequence: &str, past: PgGdid) {
 #[pg_extern(sql = false)]
 fn gdid_sequences_rows() -> TableIterator<'static, (String, String, i64, i64, i64, i64, i64)> {
     let registry = shmem::registry().unwrap_or_else(|| not_preloaded());
-    // SAFETY: MyDatabaseId is set for the life of a backend connected to a database.
-    let db = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let db = sequences::current_db();
     let rows: Vec<_> = registry
         .of_database(db, Kind::Gdid)
         .map(|slot| {

@@ -1,7 +1,7 @@
 //! One attempt at reserving ticks of a sequence: read the clock, CAS, count.
 //!
 //! No pgrx here: it never raises an error and never waits, so both entry points use it, the
-//! unguarded fast one (`entry.rs`) and the guarded one that waits and raises (`sql.rs`).
+//! unguarded fast one and the guarded one that waits and raises (`sql.rs`).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 

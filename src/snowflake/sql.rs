@@ -1,5 +1,5 @@
 //! SQL-facing snowflake functions. Thin: arguments in, pure core, errors out.
-//! Their SQL declarations (types, volatility, STRICT, PARALLEL) are in sql/snowflake.sql.
+//! Their SQL declarations (types, volatility, STRICT, PARALLEL) are in api.sql.
 
 use std::sync::atomic::Ordering;
 
@@ -15,8 +15,8 @@ use super::layout::{preset, preset_names, Layout, Parts};
 use super::wallclock;
 use crate::durable;
 use crate::errors::{error, not_preloaded, Code};
-use crate::registry::{check_name, Key, Kind, NameError, Registry, Slot, MAX_NAME_LEN};
-use crate::{guc, shmem};
+use crate::registry::{Kind, Registry, Slot};
+use crate::{guc, sequences, shmem};
 
 /// Longest wait for the wall clock to catch up before refusing with an error.
 const MAX_WAIT_MS: u64 = 100;
@@ -114,43 +114,10 @@ fn display(name: &[u8]) -> std::borrow::Cow<'_, str> {
 
 /// The slot of `name` in the current database, created if new; raises the naming errors.
 fn find_slot(registry: &Registry<'static>, name: &[u8]) -> usize {
-    match check_name(name) {
-        Ok(()) => {}
-        Err(NameError::Empty) => error(
-            Code::ERRCODE_INVALID_PARAMETER_VALUE,
-            "snowflake sequence name must not be empty",
-        )
-        .raise(),
-        Err(NameError::TooLong) => error(
-            Code::ERRCODE_NAME_TOO_LONG,
-            format!("snowflake sequence name \"{}\" is too long", display(name)),
-        )
-        .detail(format!("Names are at most {MAX_NAME_LEN} bytes."))
-        .raise(),
-        Err(NameError::Nul) => error(
-            Code::ERRCODE_INVALID_PARAMETER_VALUE,
-            "snowflake sequence name must not contain a NUL byte",
-        )
-        .raise(),
-    }
-    let key = Key {
-        db: current_db(),
-        kind: Kind::Snowflake,
-        name,
-    };
+    sequences::check_name_or_raise("snowflake sequence", name);
     let recorded = durable::recorded_of(own_layout());
-    registry.find_or_insert(key, recorded).unwrap_or_else(|_| {
-        error(
-            Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            format!(
-                "cannot create snowflake sequence \"{}\": all {} slots are in use",
-                display(name),
-                registry.capacity()
-            ),
-        )
-        .hint("Raise snowflake.max_sequences and restart the server.")
-        .raise()
-    })
+    let shown = format!("snowflake sequence \"{}\"", display(name));
+    sequences::find_or_create(registry, Kind::Snowflake, name, recorded, &shown)
 }
 
 /// The DETAIL of every "outside the layout's time range" error.
@@ -160,11 +127,6 @@ fn layout_range(layout: &Layout) -> String {
         format_utc(layout.epoch_ms),
         format_utc(layout.epoch_ms + layout.max_ms() as i64)
     )
-}
-
-fn current_db() -> u32 {
-    // SAFETY: MyDatabaseId is set for the life of a backend connected to a database.
-    unsafe { pg_sys::MyDatabaseId }.to_u32()
 }
 
 /// Reserves `n` ticks of sequence `idx`, extending its lease when needed and waiting
@@ -372,7 +334,7 @@ fn snowflake_sequences_rows() -> TableIterator<
     ),
 > {
     let (_, registry) = preloaded();
-    let db = current_db();
+    let db = sequences::current_db();
     let node = guc::node_id();
     let now_ms = wallclock::precise_unix_ms();
     let rows: Vec<_> = registry

@@ -39,6 +39,10 @@ SELECT gdid_advance('billing', 'eras', gdid(0, 0, 5));
 SELECT gdid_next('billing', 'eras');
 SELECT gdid_advance('billing', 'eras', gdid(7, 0, 41));
 SELECT gdid_next('billing', 'eras');
+-- After the last counter of the last era there is nothing left.
+SELECT gdid_advance('billing', 'eras', gdid(4294967295, 0, 1152921504606846975));
+SELECT gdid_next('billing', 'eras');
+\echo :LAST_ERROR_SQLSTATE
 
 -- Bad arguments.
 SELECT * FROM gdid_next_block('billing', 'invoices', 0);
