@@ -12,7 +12,8 @@ N=1000000
 dir=$(mktemp -d /tmp/snowflake_id_bench.XXXXXX)
 trap 'pg_stop "$dir/node" immediate; rm -rf "$dir"' EXIT
 chmod 755 "$dir"
-pg_init "$dir/node" 55499 "shared_preload_libraries = 'snowflake_id'" "work_mem = '64MB'"
+pg_init "$dir/node" 55499 "shared_preload_libraries = 'snowflake_id'" "work_mem = '64MB'" \
+    "snowflake.node_id = 1" "gdid.authority = 1"
 pg_start "$dir/node"
 
 pg_psql "$dir/node" -d postgres -q <<'SQL'

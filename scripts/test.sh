@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: pure Rust tests, then, for PostgreSQL 15 and 18 in turn, the
+# The whole test suite: formatting and clippy, pure Rust tests, then, for PostgreSQL 15 and 18 in turn, the
 # installed extension under pg_regress and the multi-instance cluster tests. Prints
 # "N passed, N failed" at the end.
 set -uo pipefail
@@ -24,6 +24,7 @@ step() {
 }
 
 source scripts/pgversions.sh
+step "lint (rustfmt, clippy on PostgreSQL 15 and 18)" make --no-print-directory lint
 step "unit and property tests (cargo test)" cargo test --release --lib --quiet
 bash scripts/demo.sh stop >/dev/null 2>&1 || true  # never install under a running server
 for pg_config in "${PG_CONFIGS[@]}"; do

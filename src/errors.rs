@@ -1,37 +1,237 @@
 //! Raising PostgreSQL errors: one SQLSTATE, a message, and where useful a detail and a hint.
+//!
+//! Every entry point PostgreSQL calls (SQL functions, hooks, WAL callbacks, `_PG_init`) runs
+//! its body inside [`boundary`], which never lets a panic unwind into PostgreSQL (SQL
+//! functions are `extern "C"` as well; hooks, whose pointer types pgrx declares "C-unwind",
+//! carry `#[pg_guard]` too). An error is raised as a Rust panic carrying a [`PgError`],
+//! which unwinds the Rust frames (running their destructors) up to the boundary; only there,
+//! with nothing left to drop, is it handed to PostgreSQL's `ereport`, which does not return.
+//!
+//! Messages reach PostgreSQL in the database's encoding: names and input quoted with
+//! [`crate::dbtext::DbText`] keep their bytes. pgrx's own reporting re-encodes every message
+//! as UTF-8 (with replacement characters), which garbles them in LATIN1 or EUC_JP databases,
+//! so errors of this extension do not go through it. Errors that PostgreSQL raises inside a
+//! pgrx call (a cancel request, out of memory) are still reported by pgrx.
+//!
+//! Input functions report softly where the caller asks (PostgreSQL 16+: `pg_input_is_valid`,
+//! `COPY ... ON_ERROR`), through PostgreSQL's own `errsave` machinery: [`PgError::save`].
 
-use pgrx::pg_sys::panic::ErrorReport;
-use pgrx::prelude::*;
+use std::ffi::{c_char, c_int, CString};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+use pgrx::pg_sys;
+use pgrx::PgLogLevel;
+
+use crate::dbtext;
 
 pub use pgrx::PgSqlErrorCode as Code;
 
-/// An ERROR under construction; `raise` never returns.
+/// An error under construction; `raise` never returns.
 #[must_use]
-pub struct PgError(ErrorReport);
+#[derive(Debug)]
+pub struct PgError {
+    level: Level,
+    code: Code,
+    message: String,
+    detail: Option<String>,
+    hint: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Error,
+    Fatal,
+}
 
 pub fn error(code: Code, message: impl Into<String>) -> PgError {
-    PgError(ErrorReport::new(code, message.into(), "snowflake_id"))
+    PgError {
+        level: Level::Error,
+        code,
+        message: message.into(),
+        detail: None,
+        hint: None,
+    }
 }
 
 impl PgError {
-    pub fn detail(self, detail: impl Into<String>) -> Self {
-        PgError(self.0.set_detail(detail))
+    pub fn detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
     }
 
-    pub fn hint(self, hint: impl Into<String>) -> Self {
-        PgError(self.0.set_hint(hint))
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
     }
 
+    /// Raises it as an ERROR: unwinds to the entry point's [`boundary`].
     pub fn raise(self) -> ! {
-        self.0.report(PgLogLevel::ERROR);
-        unreachable!("ERROR does not return")
+        std::panic::panic_any(self)
     }
 
-    /// For the postmaster at start-up, where an ERROR has nowhere to go.
-    pub fn fatal(self) -> ! {
-        self.0.report(PgLogLevel::FATAL);
-        unreachable!("FATAL does not return")
+    /// Raises it as a FATAL: for the postmaster at start-up and the startup process, where
+    /// an ERROR has nowhere to go.
+    pub fn fatal(mut self) -> ! {
+        self.level = Level::Fatal;
+        std::panic::panic_any(self)
     }
+
+    /// Writes it to the server log as a WARNING (or LOG) and carries on.
+    pub fn log(self, warning: bool) {
+        let level = if warning {
+            PgLogLevel::WARNING
+        } else {
+            PgLogLevel::LOG
+        } as c_int;
+        // SAFETY: below ERROR, errfinish returns.
+        unsafe { self.emit(level) }
+    }
+
+    /// Saves it in the ErrorSaveContext the caller passed as `context`, if it did, and
+    /// returns true: the function must then return NULL. False if the caller wants the error
+    /// raised (PostgreSQL 15 never passes one).
+    pub fn save(&self, context: *mut pg_sys::Node) -> bool {
+        #[cfg(feature = "pg15")]
+        {
+            let _ = context;
+            false
+        }
+        #[cfg(not(feature = "pg15"))]
+        // SAFETY: context is NULL or a node; errsave_start/errsave_finish with an
+        // ErrorSaveContext record the error there and return (they only throw without one,
+        // which is excluded first). The strings outlive the calls that copy them.
+        unsafe {
+            if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_ErrorSaveContext {
+                return false;
+            }
+            let (message, detail, hint) = self.c_strings();
+            if pg_sys::errsave_start(context, std::ptr::null()) {
+                errcode(self.code as c_int);
+                errmsg_internal(c"%s".as_ptr(), message.as_ptr());
+                if let Some(d) = &detail {
+                    errdetail_internal(c"%s".as_ptr(), d.as_ptr());
+                }
+                if let Some(h) = &hint {
+                    errhint(c"%s".as_ptr(), h.as_ptr());
+                }
+                pg_sys::errsave_finish(context, FILE.as_ptr(), 0, FUNC.as_ptr());
+            }
+            true
+        }
+    }
+
+    fn c_strings(&self) -> (CString, Option<CString>, Option<CString>) {
+        let utf8 = db_is_utf8();
+        let c = |s: &str| CString::new(dbtext::to_db_bytes(s, utf8)).expect("NULs are dropped");
+        (
+            c(&self.message),
+            self.detail.as_deref().map(c),
+            self.hint.as_deref().map(c),
+        )
+    }
+
+    /// Hands the error to PostgreSQL. At ERROR and above this does not return: errfinish
+    /// jumps to PostgreSQL's handler, past every frame between here and it.
+    ///
+    /// # Safety
+    /// At ERROR and above, no frame between PostgreSQL's handler and this call may hold
+    /// anything with a destructor (only [`boundary`] calls it so).
+    unsafe fn emit(self, level: c_int) {
+        let (message, detail, hint) = self.c_strings();
+        let code = self.code as c_int;
+        drop(self);
+        // SAFETY: the ereport protocol: errstart, then the fields (each copies its string
+        // into ErrorContext), then errfinish. The CStrings are dropped before errfinish, so
+        // nothing of Rust's is left for the jump to skip.
+        unsafe {
+            if !errstart(level, std::ptr::null()) {
+                return;
+            }
+            errcode(code);
+            errmsg_internal(c"%s".as_ptr(), message.as_ptr());
+            if let Some(d) = &detail {
+                errdetail_internal(c"%s".as_ptr(), d.as_ptr());
+            }
+            if let Some(h) = &hint {
+                errhint(c"%s".as_ptr(), h.as_ptr());
+            }
+            drop((message, detail, hint));
+            errfinish(FILE.as_ptr(), 0, FUNC.as_ptr());
+        }
+    }
+}
+
+const FILE: &std::ffi::CStr = c"snowflake_id";
+const FUNC: &std::ffi::CStr = c"snowflake_id";
+
+fn db_is_utf8() -> bool {
+    // SAFETY: a plain read of the backend's database encoding (SQL_ASCII before one is set).
+    unsafe { pg_sys::GetDatabaseEncoding() == pg_sys::pg_enc::PG_UTF8 as c_int }
+}
+
+// The ereport protocol. pgrx leaves these out of its bindings; declared as PostgreSQL's
+// headers do. errfinish throws at ERROR and above, so it is only called from `emit`.
+unsafe extern "C-unwind" {
+    fn errstart(elevel: c_int, domain: *const c_char) -> bool;
+    fn errfinish(filename: *const c_char, lineno: c_int, funcname: *const c_char);
+    fn errcode(sqlerrcode: c_int) -> c_int;
+    fn errmsg_internal(fmt: *const c_char, ...) -> c_int;
+    fn errdetail_internal(fmt: *const c_char, ...) -> c_int;
+    fn errhint(fmt: *const c_char, ...) -> c_int;
+}
+
+/// Runs the body of an entry point that PostgreSQL calls, and turns whatever escapes it into
+/// a PostgreSQL error: a [`PgError`] as itself, anything pgrx knows (an error PostgreSQL
+/// raised inside a pgrx call, a Rust panic) as pgrx reports it. Never unwinds into PostgreSQL.
+///
+/// # Safety
+/// Only for the outermost frame of a function PostgreSQL calls: the frames below it are
+/// PostgreSQL's.
+#[inline(always)]
+pub unsafe fn boundary<R>(body: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(r) => r,
+        Err(payload) => {
+            // SAFETY: the body's frames are unwound; the payload is all that is left.
+            unsafe { throw(payload) }
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+unsafe fn throw(payload: Box<dyn std::any::Any + Send>) -> ! {
+    match payload.downcast::<PgError>() {
+        Ok(e) => {
+            let level = match e.level {
+                Level::Error => PgLogLevel::ERROR,
+                Level::Fatal => PgLogLevel::FATAL,
+            } as c_int;
+            // SAFETY: called from `boundary` with every frame of the body unwound.
+            unsafe { e.emit(level) };
+            unreachable!("errfinish does not return at ERROR and above")
+        }
+        // SAFETY: pgrx reports what it caught and jumps to PostgreSQL's handler; `boundary`
+        // is the outermost Rust frame.
+        Err(other) => unsafe { pg_sys::panic::pgrx_extern_c_guard(move || resume_unwind(other)) },
+    }
+}
+
+/// Runs `f`, aborting the process should it panic: for callbacks that PostgreSQL calls through
+/// a "C-unwind" pointer type, cannot fail, and run too often for [`boundary`] (sort support).
+/// Costs nothing when nothing panics.
+#[inline(always)]
+pub fn no_unwind<R>(f: impl FnOnce() -> R) -> R {
+    struct Abort;
+    impl Drop for Abort {
+        fn drop(&mut self) {
+            std::process::abort()
+        }
+    }
+    let bomb = Abort;
+    let r = f();
+    std::mem::forget(bomb);
+    r
 }
 
 /// What every entry point says when the library was loaded on demand instead of at start-up.

@@ -1,29 +1,65 @@
 //! Every configuration setting, in one place. The README's GUC table mirrors this file.
+//!
+//! A server never generates under a setting it was not given. PostgreSQL replaces an invalid
+//! value of an extension's setting in `postgresql.conf` by the default, with only a WARNING,
+//! and drops a misspelt name the same way. Here an invalid value or an unknown
+//! `snowflake.*`/`gdid.*` name stops the server at start (FATAL, naming the setting and its
+//! range), and a node number or authority that was never set makes the generators refuse
+//! (55000) instead of stamping a default that another server may use too.
 
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::OnceLock;
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::pg_guard;
 use pgrx::pg_sys;
-use pgrx::prelude::*;
 
-use crate::snowflake::epoch::{parse_epoch, DEFAULT_EPOCH_C, DEFAULT_EPOCH_MS};
+use crate::errors::{error, Code};
+use crate::snowflake::epoch::{parse_epoch, DEFAULT_EPOCH};
 use crate::snowflake::layout::{Layout, DEFAULT_NODE_BITS, MAX_NODE_BITS, MIN_NODE_BITS};
 
-pub static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(0);
-pub static NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_NODE_BITS as i32);
-pub static EPOCH: GucSetting<Option<CString>> =
-    GucSetting::<Option<CString>>::new(Some(DEFAULT_EPOCH_C));
+/// The value of `snowflake.node_id` and `gdid.authority` until they are set.
+const UNSET: i32 = -1;
+
+static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(UNSET);
+static NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_NODE_BITS as i32);
+static EPOCH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(DEFAULT_EPOCH));
 pub static MAX_SEQUENCES: GucSetting<i32> = GucSetting::<i32>::new(128);
-pub static MAX_CLOCK_AHEAD_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
-pub static GDID_AUTHORITY: GucSetting<i32> = GucSetting::<i32>::new(0);
+static MAX_CLOCK_AHEAD_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+static GDID_AUTHORITY: GucSetting<i32> = GucSetting::<i32>::new(UNSET);
 
-/// The layout fixed at server start from `snowflake.node_bits` and `snowflake.epoch`.
-static LAYOUT: OnceLock<Layout> = OnceLock::new();
+/// What is fixed at server start: the layout, from `snowflake.node_bits` and
+/// `snowflake.epoch`, and the node number, if `snowflake.node_id` was set.
+pub struct Server {
+    pub layout: Layout,
+    pub node: Option<u32>,
+}
 
-/// Registers the settings. Only called while `shared_preload_libraries` is processed:
-/// PostgreSQL refuses (FATAL) to define postmaster-level settings any later.
+static SERVER: OnceLock<Server> = OnceLock::new();
+
+/// A setting as the user gave it, before PostgreSQL had a definition to check it against.
+struct Given {
+    name: &'static CStr,
+    value: Option<String>,
+}
+
+/// The value given for `name` in the configuration or on the command line, if any. Until the
+/// setting is defined it is a placeholder holding that text unchecked.
+fn given(name: &'static CStr) -> Given {
+    // SAFETY: GetConfigOption with missing_ok returns NULL or the current value's string,
+    // valid until the setting changes; it is copied at once.
+    let value = unsafe {
+        let p = pg_sys::GetConfigOption(name.as_ptr(), true, false);
+        (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
+    };
+    Given { name, value }
+}
+
+/// Registers the settings and refuses to start under invalid ones. Only called while
+/// `shared_preload_libraries` is processed: PostgreSQL refuses (FATAL) to define
+/// postmaster-level settings any later.
 pub fn register() {
+    let node_bits_given = given(c"snowflake.node_bits");
     GucRegistry::define_int_guc(
         c"snowflake.node_bits",
         c"Bits of a snowflake ID that hold the node number (7 to 13: 128 to 8192 nodes).",
@@ -34,22 +70,39 @@ pub fn register() {
         GucContext::Postmaster,
         GucFlags::default(),
     );
+    refuse_invalid_int(
+        &node_bits_given,
+        MIN_NODE_BITS as i32,
+        MAX_NODE_BITS as i32,
+        0,
+    );
     // Read back now: the node number's range depends on it.
     let node_bits = NODE_BITS.get() as u32;
+    let max_node = (1 << node_bits) - 1;
 
-    GucRegistry::define_int_guc(
-        c"snowflake.node_id",
-        c"Node number written into every snowflake ID this server generates.",
-        c"Must be unique among all servers whose IDs meet. Range 0 .. 2^node_bits - 1.",
-        &NODE_ID,
-        0,
-        (1 << node_bits) - 1,
-        GucContext::Sighup,
-        GucFlags::default(),
-    );
+    let node_id_given = given(c"snowflake.node_id");
+    // SAFETY: the check hook only reads its arguments and returns a verdict.
+    unsafe {
+        GucRegistry::define_int_guc_with_hooks(
+            c"snowflake.node_id",
+            c"Node number written into every snowflake ID this server generates.",
+            c"Required for generating snowflake IDs; unique among all servers whose IDs meet. \
+              Range 0 .. 2^node_bits - 1. Fixed at server start.",
+            &NODE_ID,
+            UNSET,
+            max_node,
+            GucContext::Postmaster,
+            GucFlags::default(),
+            Some(check_set_explicitly),
+            None,
+            None,
+        );
+    }
+    refuse_invalid_int(&node_id_given, 0, max_node, 0);
 
-    // SAFETY: the check hook is a plain function with the signature PostgreSQL expects; it
-    // does not raise errors and only touches its arguments and the check-hook message globals.
+    let epoch_given = given(c"snowflake.epoch");
+    // SAFETY: the check hook does not raise errors and only touches its arguments and the
+    // check-hook message globals.
     unsafe {
         GucRegistry::define_string_guc_with_hooks(
             c"snowflake.epoch",
@@ -63,7 +116,13 @@ pub fn register() {
             None,
         );
     }
+    if let Some(value) = &epoch_given.value {
+        if let Err(why) = parse_epoch(value) {
+            refuse(&epoch_given, &why);
+        }
+    }
 
+    let max_sequences_given = given(c"snowflake.max_sequences");
     GucRegistry::define_int_guc(
         c"snowflake.max_sequences",
         c"How many named sequences shared memory holds: snowflake and gdid, all databases.",
@@ -74,7 +133,9 @@ pub fn register() {
         GucContext::Postmaster,
         GucFlags::default(),
     );
+    refuse_invalid_int(&max_sequences_given, 1, 1 << 20, 0);
 
+    let max_clock_ahead_given = given(c"snowflake.max_clock_ahead");
     GucRegistry::define_int_guc(
         c"snowflake.max_clock_ahead",
         c"How far a sequence's logical clock may run ahead of the wall clock.",
@@ -85,18 +146,34 @@ pub fn register() {
         GucContext::Sighup,
         GucFlags::UNIT_MS,
     );
-
-    GucRegistry::define_int_guc(
-        c"gdid.authority",
-        c"Authority (0 to 15) written into every gdid this server generates.",
-        c"Must be unique among the servers that generate gdids of the same scope and sequence.",
-        &GDID_AUTHORITY,
-        0,
-        15,
-        GucContext::Suset,
-        GucFlags::default(),
+    refuse_invalid_int(
+        &max_clock_ahead_given,
+        1,
+        3_600_000,
+        pg_sys::GUC_UNIT_MS as c_int,
     );
 
+    let authority_given = given(c"gdid.authority");
+    // SAFETY: as for snowflake.node_id.
+    unsafe {
+        GucRegistry::define_int_guc_with_hooks(
+            c"gdid.authority",
+            c"Authority (0 to 15) written into every gdid this server generates.",
+            c"Required for generating gdids; unique among the servers that generate gdids of \
+              the same scope and sequence.",
+            &GDID_AUTHORITY,
+            UNSET,
+            15,
+            GucContext::Suset,
+            GucFlags::default(),
+            Some(check_set_explicitly),
+            None,
+            None,
+        );
+    }
+    refuse_invalid_int(&authority_given, 0, 15, 0);
+
+    refuse_unknown_names();
     // SAFETY: plain calls PostgreSQL allows while libraries are preloaded; afterwards a
     // misspelt `snowflake.` or `gdid.` setting is an error instead of a silent placeholder.
     unsafe {
@@ -104,35 +181,142 @@ pub fn register() {
         pg_sys::MarkGUCPrefixReserved(c"gdid".as_ptr());
     }
 
-    // The check hook has refused anything that does not parse.
+    // The checks above have refused anything that does not parse.
     let epoch = EPOCH
         .get()
         .and_then(|s| parse_epoch(s.to_str().ok()?).ok())
-        .unwrap_or(DEFAULT_EPOCH_MS);
-    let _ = LAYOUT.set(Layout::own(node_bits, epoch));
+        .expect("checked above");
+    let node = u32::try_from(NODE_ID.get()).ok();
+    let _ = SERVER.set(Server {
+        layout: Layout::own(node_bits, epoch),
+        node,
+    });
 }
 
-/// The server's layout, or `None` when the library was not preloaded.
-pub fn layout() -> Option<&'static Layout> {
-    LAYOUT.get()
+/// The FATAL for a setting PostgreSQL would have replaced by its default.
+fn refuse(given: &Given, why: &str) -> ! {
+    let name = given.name.to_string_lossy();
+    error(
+        Code::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!(
+            "invalid value for parameter \"{name}\": \"{}\"",
+            given.value.as_deref().unwrap_or_default()
+        ),
+    )
+    .detail(why.to_owned())
+    .hint(format!(
+        "Correct {name} in postgresql.conf (or postgresql.auto.conf) and start the server again. \
+         snowflake_id does not start with a setting it cannot use."
+    ))
+    .fatal()
 }
 
-// The two settings below are read on every generated ID. GucSetting::get also checks that it
-// runs on the backend's main thread, which costs more than the read itself on this path.
-
-pub fn node_id() -> u32 {
-    // SAFETY: a backend has one thread, and PostgreSQL writes the variable only between
-    // statements (when it processes a reload). The GUC's range is 0 .. 2^node_bits - 1.
-    unsafe { *NODE_ID.as_ptr() as u32 }
+/// Refuses a given integer outside `min ..= max` or that PostgreSQL cannot parse.
+fn refuse_invalid_int(given: &Given, min: i32, max: i32, flags: c_int) {
+    let Some(value) = &given.value else { return };
+    let text = CString::new(value.as_str()).unwrap_or_default();
+    let mut parsed: c_int = 0;
+    // SAFETY: parse_int reads the NUL-terminated text and writes the result; the hint
+    // pointer may be set to a static string, which is not used.
+    let ok = unsafe {
+        let mut hint: *const c_char = std::ptr::null();
+        pg_sys::parse_int(text.as_ptr(), &mut parsed, flags, &mut hint)
+    };
+    if !ok {
+        refuse(given, "The value is not an integer.");
+    }
+    if !(min..=max).contains(&parsed) {
+        let unit = if flags == 0 { "" } else { " ms" };
+        refuse(
+            given,
+            &format!("It must be between {min}{unit} and {max}{unit}."),
+        );
+    }
 }
+
+/// Refuses `snowflake.*` and `gdid.*` names this extension does not define: a misspelt
+/// `snowflake.nodeid` would otherwise leave the node number unset without a word.
+fn refuse_unknown_names() {
+    for name in placeholder_names() {
+        let lower = name.to_ascii_lowercase();
+        if lower.starts_with("snowflake.") || lower.starts_with("gdid.") {
+            error(
+                Code::ERRCODE_UNDEFINED_OBJECT,
+                format!("unrecognized configuration parameter \"{name}\""),
+            )
+            .detail(
+                "snowflake_id defines snowflake.node_id, snowflake.node_bits, snowflake.epoch, \
+                 snowflake.max_sequences, snowflake.max_clock_ahead and gdid.authority.",
+            )
+            .hint("Correct or remove it in postgresql.conf and start the server again.")
+            .fatal();
+        }
+    }
+}
+
+/// The names of settings that were given but that no loaded library defines (yet).
+fn placeholder_names() -> Vec<String> {
+    // SAFETY: the GUC table is only changed by this (the postmaster's only) thread; every
+    // entry is a valid config_generic with a NUL-terminated name.
+    unsafe {
+        #[cfg(feature = "pg15")]
+        let (vars, n) = (
+            pg_sys::get_guc_variables(),
+            pg_sys::GetNumConfigOptions() as usize,
+        );
+        #[cfg(not(feature = "pg15"))]
+        let (vars, n) = {
+            let mut n: c_int = 0;
+            let vars = pg_sys::get_guc_variables(&mut n);
+            (vars, n as usize)
+        };
+        (0..n)
+            .map(|i| *vars.add(i))
+            .filter(|&v| (*v).flags & pg_sys::GUC_CUSTOM_PLACEHOLDER as c_int != 0)
+            .map(|v| CStr::from_ptr((*v).name).to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+/// What is fixed at server start, or `None` when the library was not preloaded.
+pub fn server() -> Option<&'static Server> {
+    SERVER.get()
+}
+
+// The two settings below are read on every generated value. GucSetting::get also checks that
+// it runs on the backend's main thread, which costs more than the read itself on this path.
 
 pub fn max_clock_ahead_ms() -> u64 {
-    // SAFETY: as in node_id; the range is 1 .. 3600000.
+    // SAFETY: a backend has one thread, and PostgreSQL writes the variable only between
+    // statements (when it processes a reload). The GUC's range is 1 .. 3600000.
     unsafe { *MAX_CLOCK_AHEAD_MS.as_ptr() as u64 }
 }
 
-pub fn gdid_authority() -> u8 {
-    GDID_AUTHORITY.get() as u8
+/// `gdid.authority`, if it is set.
+pub fn gdid_authority() -> Option<u8> {
+    // SAFETY: as in max_clock_ahead_ms; the range is -1 .. 15.
+    u8::try_from(unsafe { *GDID_AUTHORITY.as_ptr() }).ok()
+}
+
+/// The check hook of `snowflake.node_id` and `gdid.authority`: their boot value -1 means
+/// "not set", and cannot be set explicitly.
+#[pg_guard]
+unsafe extern "C-unwind" fn check_set_explicitly(
+    newval: *mut c_int,
+    _extra: *mut *mut c_void,
+    source: pg_sys::GucSource::Type,
+) -> bool {
+    // SAFETY: PostgreSQL passes a valid pointer to the candidate value.
+    if unsafe { *newval } != UNSET || source == pg_sys::GucSource::PGC_S_DEFAULT {
+        return true;
+    }
+    // SAFETY: GUC_check_errdetail_string is read by the GUC machinery right after we return
+    // false; pstrdup copies into the current memory context, as GUC_check_errdetail does.
+    unsafe {
+        pg_sys::GUC_check_errdetail_string =
+            pg_sys::pstrdup(c"-1 means that the setting is not set; set a real value.".as_ptr());
+    }
+    false
 }
 
 #[pg_guard]
@@ -155,8 +339,7 @@ unsafe extern "C-unwind" fn check_epoch(
         Err(_) => "the value is not valid UTF-8".to_string(),
     };
     let detail = CString::new(problem).unwrap_or_default();
-    // SAFETY: GUC_check_errdetail_string is read by the GUC machinery right after we return
-    // false; pstrdup copies into the current memory context, as GUC_check_errdetail does.
+    // SAFETY: as in check_set_explicitly.
     unsafe {
         pg_sys::GUC_check_errdetail_string = pg_sys::pstrdup(detail.as_ptr());
     }

@@ -8,26 +8,36 @@
 //! An all-zero slot is a free slot, so zeroed shared memory is a valid empty table.
 //! Both generators share the table: a snowflake sequence and a gdid sequence never collide
 //! because the kind is part of the key.
+//!
+//! The table does not know what a sequence's state words mean. Each kind declares its own
+//! [`SlotState`] type, and [`Slot::state`] hands a slot's words out only as the type of the
+//! slot's own kind: gdid code cannot read a snowflake slot by mistake.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// Longest snowflake sequence name, gdid scope or gdid sequence name in bytes, like a
-/// PostgreSQL identifier (NAMEDATALEN - 1).
-pub const MAX_NAME_LEN: usize = 63;
-
-/// Longest key name: a gdid key is `scope NUL sequence`.
-pub const MAX_KEY_LEN: usize = 2 * MAX_NAME_LEN + 1;
+/// Longest key name: a gdid key is `scope NUL sequence`, each at most
+/// [`crate::sequence_id::MAX_NAME_LEN`] bytes.
+pub const MAX_KEY_LEN: usize = 127;
 
 const FREE: u32 = 0;
 const CLAIMING: u32 = 1;
 const READY: u32 = 2;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Kind {
     Snowflake = 1,
     Gdid = 2,
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Kind::Snowflake => "snowflake",
+            Kind::Gdid => "gdid",
+        })
+    }
 }
 
 impl Kind {
@@ -40,47 +50,71 @@ impl Kind {
     }
 }
 
-/// What identifies a sequence. Names are bytes in the database's encoding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What identifies a sequence in the table and on disk. `name` is the key name (see
+/// [`crate::sequence_id`]), bytes in the database's encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Key<'k> {
     pub db: u32,
     pub kind: Kind,
     pub name: &'k [u8],
 }
 
-/// The snowflake layout a sequence was created with (zero for gdid sequences). Kept with
-/// the sequence, durably, so that a later change of the settings cannot go unnoticed.
+impl Key<'_> {
+    pub fn to_owned(self) -> OwnedKey {
+        OwnedKey {
+            db: self.db,
+            kind: self.kind,
+            name: self.name.to_vec(),
+        }
+    }
+}
+
+/// A [`Key`] that owns its name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OwnedKey {
+    pub db: u32,
+    pub kind: Kind,
+    pub name: Vec<u8>,
+}
+
+impl OwnedKey {
+    pub fn key(&self) -> Key<'_> {
+        Key {
+            db: self.db,
+            kind: self.kind,
+            name: &self.name,
+        }
+    }
+}
+
+/// The snowflake layout a sequence was created with: its epoch and node width (zero for gdid
+/// sequences). Kept with the sequence, durably, so that a later change of the settings cannot
+/// go unnoticed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Recorded {
+pub struct CreationLayout {
     pub epoch_ms: i64,
     pub node_bits: u32,
 }
 
-/// The moving parts of one sequence. On its own cache line: every generating call writes
-/// here, while the key above is read-only once published.
-///
-/// For a snowflake sequence `tick` is the last tick handed out (see `clock`) and
-/// `lease_end` the first tick not yet covered by the durable lease. For a gdid sequence
-/// `tick` is the counter word (see `gdid::counter`), `lease_end` the first counter of `era`
-/// not covered by the lease.
+/// Bytes of state words every slot has room for.
+pub const STATE_SIZE: usize = 128;
+
+/// The state words of a slot, uninterpreted: zero until the slot's kind gives them a meaning.
+/// On cache lines of their own, since every generating call writes here while the key is
+/// read-only once published.
 #[repr(C, align(64))]
 #[derive(Default)]
-pub struct SequenceState {
-    pub tick: AtomicU64,
-    pub lease_end: AtomicU64,
-    pub era: AtomicU32,
-    /// IDs handed out since the server started.
-    pub issued: AtomicU64,
-    /// Snowflake reservations that ran out of counter and borrowed a later millisecond.
-    pub borrowed: AtomicU64,
-    /// Snowflake calls that found the wall clock earlier than the same backend last saw it.
-    pub clock_regressions: AtomicU64,
-    /// Lease extensions since the server started.
-    pub lease_extensions: AtomicU64,
-    /// Wall-clock time (Unix ms) of the last lease extension; sizes the next gdid block.
-    pub last_extension_ms: AtomicI64,
-    /// gdid: counters the last lease extension covered.
-    pub block: AtomicU64,
+struct StateWords([AtomicU64; STATE_SIZE / 8]);
+
+/// The state of one kind of sequence, laid over a slot's state words.
+///
+/// # Safety
+/// The implementing type is `#[repr(C)]`, made only of atomic integers (so that all-zero
+/// bytes are a valid value and shared access needs no lock), at most [`STATE_SIZE`] bytes
+/// and aligned to at most 64.
+pub unsafe trait SlotState: Sync + 'static {
+    /// The kind of sequence whose slots hold this state.
+    const KIND: Kind;
 }
 
 /// Written once by the claimer before the slot is published, immutable afterwards.
@@ -88,7 +122,7 @@ struct Meta {
     kind: u8,
     len: u8,
     name: [u8; MAX_KEY_LEN],
-    recorded: Recorded,
+    created_with: CreationLayout,
 }
 
 #[repr(C)]
@@ -98,7 +132,7 @@ pub struct Slot {
     /// Written only by the backend that moved `status` from FREE to CLAIMING, read only
     /// after `status` is READY (release/acquire), never written again.
     meta: UnsafeCell<Meta>,
-    pub state: SequenceState,
+    state: StateWords,
 }
 
 // SAFETY: the only non-atomic field, `meta`, is written once by the single claimer before it
@@ -114,9 +148,9 @@ impl Default for Slot {
                 kind: 0,
                 len: 0,
                 name: [0; MAX_KEY_LEN],
-                recorded: Recorded::default(),
+                created_with: CreationLayout::default(),
             }),
-            state: SequenceState::default(),
+            state: StateWords::default(),
         }
     }
 }
@@ -143,44 +177,29 @@ impl Slot {
         }
     }
 
-    /// The name, in the database's encoding.
-    pub fn name(&self) -> &[u8] {
-        self.key().name
+    pub fn kind(&self) -> Kind {
+        self.key().kind
     }
 
-    pub fn db(&self) -> u32 {
-        self.db.load(Ordering::Relaxed)
+    pub fn created_with(&self) -> CreationLayout {
+        self.meta().created_with
     }
 
-    pub fn recorded(&self) -> Recorded {
-        self.meta().recorded
+    /// The slot's state words as `S`, if the slot holds a sequence of `S`'s kind.
+    #[inline]
+    pub fn state<S: SlotState>(&self) -> Option<&S> {
+        const {
+            assert!(std::mem::size_of::<S>() <= STATE_SIZE);
+            assert!(std::mem::align_of::<S>() <= 64);
+        }
+        if self.meta().kind != S::KIND as u8 {
+            return None;
+        }
+        // SAFETY: StateWords is STATE_SIZE bytes of atomics aligned to 64; S fits in it (checked
+        // above at compile time), is made only of atomics and valid when zeroed (SlotState's
+        // contract), so any bytes the words hold are a valid S, shared access included.
+        Some(unsafe { &*std::ptr::from_ref(&self.state).cast::<S>() })
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NameError {
-    Empty,
-    TooLong,
-    /// A NUL byte; only possible from a bytea-built text, but the gdid key uses NUL.
-    Nul,
-}
-
-pub fn check_name(name: &[u8]) -> Result<(), NameError> {
-    match name.len() {
-        0 => Err(NameError::Empty),
-        n if n > MAX_NAME_LEN => Err(NameError::TooLong),
-        _ if name.contains(&0) => Err(NameError::Nul),
-        _ => Ok(()),
-    }
-}
-
-/// The key name of gdid sequence `sequence` in `scope`, both checked by [`check_name`].
-pub fn gdid_key_name(scope: &[u8], sequence: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(scope.len() + 1 + sequence.len());
-    k.extend_from_slice(scope);
-    k.push(0);
-    k.extend_from_slice(sequence);
-    k
 }
 
 /// Every slot is taken by another key.
@@ -201,9 +220,13 @@ impl<'a> Registry<'a> {
     }
 
     /// The slot of `key`, claiming a free one if the sequence is new; a new slot records
-    /// `recorded`, an existing one keeps what it has. The key name must be at most
+    /// `created_with`, an existing one keeps what it has. The key name must be at most
     /// [`MAX_KEY_LEN`] bytes.
-    pub fn find_or_insert(&self, key: Key<'_>, recorded: Recorded) -> Result<usize, Full> {
+    pub fn find_or_insert(
+        &self,
+        key: Key<'_>,
+        created_with: CreationLayout,
+    ) -> Result<usize, Full> {
         debug_assert!(!key.name.is_empty() && key.name.len() <= MAX_KEY_LEN);
         let cap = self.slots.len();
         let start = (hash(&key) % cap as u64) as usize;
@@ -227,7 +250,7 @@ impl<'a> Registry<'a> {
                             m.kind = key.kind as u8;
                             m.len = key.name.len() as u8;
                             m.name[..key.name.len()].copy_from_slice(key.name);
-                            m.recorded = recorded;
+                            m.created_with = created_with;
                             slot.status.store(READY, Ordering::Release);
                             return Ok(idx);
                         }
@@ -250,16 +273,11 @@ impl<'a> Registry<'a> {
         self.slots.get(idx)
     }
 
-    /// Every sequence of `kind` in `db`, in slot order.
-    pub fn of_database(&self, db: u32, kind: Kind) -> impl Iterator<Item = &'a Slot> + '_ {
-        self.slots
-            .iter()
-            .filter(move |s| s.is_ready() && s.db() == db && s.key().kind == kind)
-    }
-
-    /// Every sequence with its slot index.
-    pub fn all(&self) -> impl Iterator<Item = (usize, &'a Slot)> + '_ {
-        self.slots.iter().enumerate().filter(|(_, s)| s.is_ready())
+    /// Every sequence of `kind` in `db`, with its slot index, in slot order.
+    pub fn of_database(&self, db: u32, kind: Kind) -> impl Iterator<Item = (usize, &'a Slot)> + '_ {
+        self.slots.iter().enumerate().filter(move |(_, s)| {
+            s.is_ready() && s.db.load(Ordering::Relaxed) == db && s.kind() == kind
+        })
     }
 }
 
@@ -276,15 +294,15 @@ fn hash(key: &Key<'_>) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::HashSet;
 
-    fn table(n: usize) -> Vec<Slot> {
+    pub fn table(n: usize) -> Vec<Slot> {
         (0..n).map(|_| Slot::default()).collect()
     }
 
-    const REC: Recorded = Recorded {
+    const LAYOUT: CreationLayout = CreationLayout {
         epoch_ms: 1_735_689_600_000,
         node_bits: 10,
     };
@@ -297,26 +315,79 @@ mod tests {
         }
     }
 
+    #[repr(C)]
+    #[derive(Default)]
+    struct SnowflakeWords {
+        a: AtomicU64,
+    }
+    // SAFETY: repr(C), one atomic, 8 bytes.
+    unsafe impl SlotState for SnowflakeWords {
+        const KIND: Kind = Kind::Snowflake;
+    }
+
+    #[repr(C)]
+    struct GdidWords {
+        a: AtomicU64,
+        b: AtomicU32,
+    }
+    // SAFETY: repr(C), atomics only, 16 bytes.
+    unsafe impl SlotState for GdidWords {
+        const KIND: Kind = Kind::Gdid;
+    }
+
     #[test]
     fn same_key_same_slot_other_db_other_slot() {
         let slots = table(8);
         let r = Registry::new(&slots);
-        let a = r.find_or_insert(sf(1, b"orders"), REC).unwrap();
-        assert_eq!(r.find_or_insert(sf(1, b"orders"), REC), Ok(a));
-        let b = r.find_or_insert(sf(2, b"orders"), REC).unwrap();
+        let a = r.find_or_insert(sf(1, b"orders"), LAYOUT).unwrap();
+        assert_eq!(r.find_or_insert(sf(1, b"orders"), LAYOUT), Ok(a));
+        let b = r.find_or_insert(sf(2, b"orders"), LAYOUT).unwrap();
         assert_ne!(a, b);
         let g = Key {
             kind: Kind::Gdid,
             ..sf(1, b"orders")
         };
-        let c = r.find_or_insert(g, Recorded::default()).unwrap();
+        let c = r.find_or_insert(g, CreationLayout::default()).unwrap();
         assert!(c != a && c != b);
-        assert_eq!(r.slot(a).name(), b"orders");
-        assert_eq!(r.slot(a).recorded(), REC);
+        assert_eq!(r.slot(a).key().name, b"orders");
+        assert_eq!(r.slot(a).created_with(), LAYOUT);
         assert_eq!(r.slot(c).key(), g);
-        assert_eq!(r.slot(b).db(), 2);
+        assert_eq!(r.slot(b).key().db, 2);
         assert_eq!(r.of_database(1, Kind::Snowflake).count(), 1);
-        assert_eq!(r.all().count(), 3);
+        assert_eq!(r.of_database(1, Kind::Gdid).count(), 1);
+    }
+
+    #[test]
+    fn state_words_are_handed_out_only_as_the_slots_own_kind() {
+        let slots = table(4);
+        let r = Registry::new(&slots);
+        let s = r.slot(r.find_or_insert(sf(1, b"s"), LAYOUT).unwrap());
+        let g = r.slot(
+            r.find_or_insert(
+                Key {
+                    kind: Kind::Gdid,
+                    ..sf(1, b"g")
+                },
+                CreationLayout::default(),
+            )
+            .unwrap(),
+        );
+        assert!(s.state::<SnowflakeWords>().is_some());
+        assert!(s.state::<GdidWords>().is_none());
+        assert!(g.state::<GdidWords>().is_some());
+        assert!(g.state::<SnowflakeWords>().is_none());
+        s.state::<SnowflakeWords>()
+            .unwrap()
+            .a
+            .store(7, Ordering::Relaxed);
+        assert_eq!(
+            s.state::<SnowflakeWords>()
+                .unwrap()
+                .a
+                .load(Ordering::Relaxed),
+            7
+        );
+        assert_eq!(g.state::<GdidWords>().unwrap().b.load(Ordering::Relaxed), 0);
     }
 
     #[test]
@@ -324,19 +395,10 @@ mod tests {
         let slots = table(3);
         let r = Registry::new(&slots);
         for name in [b"a", b"b", b"c"] {
-            r.find_or_insert(sf(7, name), REC).unwrap();
+            r.find_or_insert(sf(7, name), LAYOUT).unwrap();
         }
-        assert_eq!(r.find_or_insert(sf(7, b"d"), REC), Err(Full));
-        assert!(r.find_or_insert(sf(7, b"b"), REC).is_ok());
-    }
-
-    #[test]
-    fn names_are_checked() {
-        assert_eq!(check_name(b""), Err(NameError::Empty));
-        assert_eq!(check_name(&[b'x'; 64]), Err(NameError::TooLong));
-        assert_eq!(check_name(&[b'x'; 63]), Ok(()));
-        assert_eq!(check_name(b"a\0b"), Err(NameError::Nul));
-        assert_eq!(gdid_key_name(b"s", b"q"), b"s\0q");
+        assert_eq!(r.find_or_insert(sf(7, b"d"), LAYOUT), Err(Full));
+        assert!(r.find_or_insert(sf(7, b"b"), LAYOUT).is_ok());
     }
 
     #[test]
@@ -347,10 +409,15 @@ mod tests {
 
     #[test]
     fn zeroed_memory_is_an_empty_table() {
-        // Shared memory arrives zeroed; a zeroed Slot must read as FREE with zero counters.
+        // Shared memory arrives zeroed; a zeroed Slot must read as FREE with zero state.
+        // SAFETY: Slot is atomics and plain bytes; all-zero is the free slot by design.
         let zeroed: Slot = unsafe { std::mem::zeroed() };
         assert_eq!(zeroed.status.load(Ordering::Relaxed), FREE);
-        assert_eq!(zeroed.state.tick.load(Ordering::Relaxed), 0);
+        assert!(zeroed
+            .state
+            .0
+            .iter()
+            .all(|w| w.load(Ordering::Relaxed) == 0));
     }
 
     #[test]
@@ -364,7 +431,7 @@ mod tests {
                         (0..48)
                             .map(|i| {
                                 let name = format!("seq{i}");
-                                r.find_or_insert(sf(1, name.as_bytes()), REC).unwrap()
+                                r.find_or_insert(sf(1, name.as_bytes()), LAYOUT).unwrap()
                             })
                             .collect::<Vec<_>>()
                     })

@@ -1,36 +1,115 @@
-//! Finding a named sequence in shared memory for the SQL functions of both generators: the
-//! naming errors, the current database, the table-full error.
+//! What the SQL functions of both generators share: finding a named sequence in shared memory
+//! (the naming errors, the current database, the table-full error), the check that WAL can be
+//! written, the settings a generator needs; and how recovery restores each kind of sequence.
 
 use pgrx::pg_sys;
 
-use crate::errors::{error, Code};
-use crate::registry::{check_name, Key, Kind, NameError, Recorded, Registry, MAX_NAME_LEN};
+use crate::dbtext::DbText;
+use crate::durable::record::Lease;
+use crate::durable::recovery::Kinds;
+use crate::errors::{error, not_preloaded, Code};
+use crate::gdid::sequence::GdidSeq;
+use crate::guc::{self, Server};
+use crate::registry::{CreationLayout, Key, Registry, Slot};
+use crate::sequence_id::{NameError, SequenceId, SequenceName, MAX_NAME_LEN};
+use crate::shmem;
+use crate::snowflake::epoch::format_utc;
+use crate::snowflake::layout::Layout;
+use crate::snowflake::sequence::{creation_layout, SnowflakeSeq};
 
 pub fn current_db() -> u32 {
     // SAFETY: MyDatabaseId is set for the life of a backend connected to a database.
     unsafe { pg_sys::MyDatabaseId }.to_u32()
 }
 
-/// Raises the ERROR for a bad name; `what` says which name ("snowflake sequence", "gdid
-/// scope"). Names are bytes in the database's encoding.
-pub fn check_name_or_raise(what: &str, name: &[u8]) {
-    match check_name(name) {
-        Ok(()) => {}
-        Err(NameError::Empty) => error(
+/// The registry, or the ERROR for a library that was not preloaded.
+pub fn registry() -> Registry<'static> {
+    shmem::registry().unwrap_or_else(|| not_preloaded())
+}
+
+/// What was fixed at server start, or the ERROR for a library that was not preloaded.
+pub fn server() -> &'static Server {
+    guc::server().unwrap_or_else(|| not_preloaded())
+}
+
+/// Generators write WAL, so like `nextval` they refuse where WAL cannot be written. The
+/// check does not depend on whether the lease happens to need extending, so the behaviour
+/// is the same on every call.
+pub fn require_writable(function: &str) {
+    // SAFETY: plain reads of backend-global state.
+    let (in_recovery, read_only) = unsafe { (pg_sys::RecoveryInProgress(), pg_sys::XactReadOnly) };
+    if in_recovery {
+        error(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            format!("cannot execute {function} during recovery"),
+        )
+        .hint("Generate IDs on the primary; a standby continues above them once promoted.")
+        .raise();
+    }
+    if read_only {
+        error(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            format!("cannot execute {function} in a read-only transaction"),
+        )
+        .raise();
+    }
+}
+
+/// The ERROR for a setting a generator needs and the server was not given.
+fn setting_missing(setting: &str, range: &str, how: &str) -> ! {
+    error(
+        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("{setting} is not set"),
+    )
+    .detail(format!(
+        "Every value this server generates carries it, so it must be unique among the \
+         servers whose values meet; there is no default. Range {range}."
+    ))
+    .hint(how.to_owned())
+    .raise()
+}
+
+/// This server's node number, or the ERROR when `snowflake.node_id` is not set.
+pub fn node_id(server: &Server) -> u32 {
+    server.node.unwrap_or_else(|| {
+        setting_missing(
+            "snowflake.node_id",
+            &format!("0 .. {}", server.layout.max_node()),
+            "Set snowflake.node_id in postgresql.conf (or with ALTER SYSTEM) and restart the \
+             server.",
+        )
+    })
+}
+
+/// This session's gdid authority, or the ERROR when `gdid.authority` is not set.
+pub fn gdid_authority() -> u8 {
+    guc::gdid_authority().unwrap_or_else(|| {
+        setting_missing(
+            "gdid.authority",
+            "0 .. 15",
+            "Set gdid.authority in postgresql.conf (or with ALTER SYSTEM) and reload the \
+             configuration.",
+        )
+    })
+}
+
+/// Raises the ERROR for a bad name.
+fn check_or_raise(name: &SequenceName<'_>) {
+    let Err(bad) = name.check() else { return };
+    let what = bad.part.describe();
+    match bad.error {
+        NameError::Empty => error(
             Code::ERRCODE_INVALID_PARAMETER_VALUE,
             format!("{what} name must not be empty"),
         )
         .raise(),
-        Err(NameError::TooLong) => error(
+        NameError::TooLong => error(
             Code::ERRCODE_NAME_TOO_LONG,
-            format!(
-                "{what} name \"{}\" is too long",
-                String::from_utf8_lossy(name)
-            ),
+            format!("{what} name \"{}\" is too long", DbText(bad.name)),
         )
         .detail(format!("Names are at most {MAX_NAME_LEN} bytes."))
         .raise(),
-        Err(NameError::Nul) => error(
+        NameError::Nul => error(
             Code::ERRCODE_INVALID_PARAMETER_VALUE,
             format!("{what} name must not contain a NUL byte"),
         )
@@ -38,29 +117,109 @@ pub fn check_name_or_raise(what: &str, name: &[u8]) {
     }
 }
 
-/// The slot of sequence `name` of `kind` in the current database, claimed with `recorded`
-/// if it is new. `shown` names it in the table-full ERROR, e.g. `snowflake sequence "orders"`.
-pub fn find_or_create(
+/// The slot of sequence `name` in the current database, claimed with `created_with` if it is
+/// new; raises the naming errors and the table-full error.
+fn find_or_create(
     registry: &Registry<'static>,
-    kind: Kind,
-    name: &[u8],
-    recorded: Recorded,
-    shown: &str,
+    name: SequenceName<'_>,
+    created_with: CreationLayout,
 ) -> usize {
+    check_or_raise(&name);
+    let key_name = name.key_name();
     let key = Key {
         db: current_db(),
-        kind,
-        name,
+        kind: name.kind(),
+        name: key_name.as_bytes(),
     };
-    registry.find_or_insert(key, recorded).unwrap_or_else(|_| {
-        error(
-            Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            format!(
-                "cannot create {shown}: all {} slots are in use",
-                registry.capacity()
-            ),
-        )
-        .hint("Raise snowflake.max_sequences and restart the server.")
-        .raise()
-    })
+    registry
+        .find_or_insert(key, created_with)
+        .unwrap_or_else(|_| {
+            let id = SequenceId { db: key.db, name };
+            error(
+                Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                format!(
+                    "cannot create {id}: all {} slots are in use",
+                    registry.capacity()
+                ),
+            )
+            .hint("Raise snowflake.max_sequences and restart the server.")
+            .raise()
+        })
 }
+
+/// The snowflake sequence `name` of the current database, created under the server's layout
+/// if it is new. One created under another layout is refused: its state counts ticks of that
+/// layout, so this check comes before anything reads them.
+pub fn snowflake(
+    registry: &Registry<'static>,
+    name: &[u8],
+    layout: &Layout,
+) -> SnowflakeSeq<'static> {
+    let name = SequenceName::Snowflake(name);
+    let idx = find_or_create(registry, name, creation_layout(layout));
+    let seq =
+        SnowflakeSeq::new(idx, registry.slot(idx)).expect("a snowflake key holds a snowflake slot");
+    if !seq.created_under(layout) {
+        layout_changed(&seq, name, layout);
+    }
+    seq
+}
+
+/// The gdid sequence (`scope`, `sequence`) of the current database, created if new.
+pub fn gdid(registry: &Registry<'static>, scope: &[u8], sequence: &[u8]) -> GdidSeq<'static> {
+    let idx = find_or_create(
+        registry,
+        SequenceName::Gdid { scope, sequence },
+        CreationLayout::default(),
+    );
+    GdidSeq::new(idx, registry.slot(idx)).expect("a gdid key holds a gdid slot")
+}
+
+/// The name of the sequence in `slot`, for messages.
+pub fn id_of(slot: &Slot) -> SequenceId<'_> {
+    SequenceId::from_key(slot.key()).expect("registry keys are built from sequence names")
+}
+
+/// The ERROR for a sequence created under other layout settings than the server's now.
+fn layout_changed(seq: &SnowflakeSeq<'_>, name: SequenceName<'_>, now: &Layout) -> ! {
+    let was = seq.layout();
+    error(
+        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("snowflake sequence \"{name}\" was created with a different layout"),
+    )
+    .detail(format!(
+        "It was created with snowflake.epoch = '{}' and snowflake.node_bits = {}; the server \
+         now runs with '{}' and {}. Its new IDs could repeat or sort below the ones it made.",
+        format_utc(was.epoch_ms),
+        was.node_bits,
+        format_utc(now.epoch_ms),
+        now.node_bits
+    ))
+    .hint(
+        "Restore those two settings and restart, or generate under a new sequence name (and \
+         decode the old IDs with the settings they were made with).",
+    )
+    .raise()
+}
+
+fn restore(idx: usize, slot: &Slot, lease: Lease) {
+    if let Some(seq) = SnowflakeSeq::new(idx, slot) {
+        seq.restore(lease);
+    } else if let Some(seq) = GdidSeq::new(idx, slot) {
+        seq.restore(lease);
+    }
+}
+
+fn lease(idx: usize, slot: &Slot) -> Lease {
+    SnowflakeSeq::new(idx, slot)
+        .map(|s| s.lease())
+        .or_else(|| GdidSeq::new(idx, slot).map(|g| g.lease()))
+        .unwrap_or_default()
+}
+
+/// How recovery restores either kind of sequence.
+pub const KINDS: Kinds = Kinds {
+    restore,
+    lease,
+    registry: shmem::registry,
+};

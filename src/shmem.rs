@@ -5,12 +5,11 @@
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
+use pgrx::pg_guard;
 use pgrx::pg_sys;
-use pgrx::prelude::*;
 
-use crate::durable;
-use crate::guc;
 use crate::registry::{Registry, Slot};
+use crate::{errors, guc};
 
 static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(null_mut());
 static LEASE_LOCK: AtomicPtr<pg_sys::LWLock> = AtomicPtr::new(null_mut());
@@ -18,6 +17,8 @@ static SLOT_COUNT: AtomicUsize = AtomicUsize::new(0);
 
 static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
 static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
+/// What fills freshly created shared memory (the lease file's contents, see `lib.rs`).
+static mut ON_CREATE: Option<fn(&Registry<'static>)> = None;
 
 const SEGMENT_NAME: &std::ffi::CStr = c"snowflake_id sequences";
 const TRANCHE_NAME: &std::ffi::CStr = c"snowflake_id";
@@ -26,11 +27,13 @@ fn table_size() -> usize {
     std::mem::size_of::<Slot>() * guc::MAX_SEQUENCES.get() as usize
 }
 
-/// Installs the hooks. Called from `_PG_init` while preloading, after the settings exist.
-pub fn install_hooks() {
+/// Installs the hooks. Called from `_PG_init` while preloading, after the settings exist;
+/// `on_create` runs whenever the table is created afresh, before any backend exists.
+pub fn install_hooks(on_create: fn(&Registry<'static>)) {
     // SAFETY: _PG_init runs once, single-threaded, in the postmaster; chaining the previous
     // hooks is how PostgreSQL expects several libraries to share them.
     unsafe {
+        ON_CREATE = Some(on_create);
         PREV_SHMEM_REQUEST_HOOK = pg_sys::shmem_request_hook;
         pg_sys::shmem_request_hook = Some(shmem_request);
         PREV_SHMEM_STARTUP_HOOK = pg_sys::shmem_startup_hook;
@@ -41,13 +44,15 @@ pub fn install_hooks() {
 #[pg_guard]
 unsafe extern "C-unwind" fn shmem_request() {
     // SAFETY: called by the postmaster while it sizes shared memory, the one time
-    // RequestAddinShmemSpace is allowed.
+    // RequestAddinShmemSpace is allowed; the outermost Rust frame.
     unsafe {
-        if let Some(prev) = PREV_SHMEM_REQUEST_HOOK {
-            prev();
-        }
-        pg_sys::RequestAddinShmemSpace(table_size());
-        pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), 1);
+        errors::boundary(|| {
+            if let Some(prev) = PREV_SHMEM_REQUEST_HOOK {
+                prev();
+            }
+            pg_sys::RequestAddinShmemSpace(table_size());
+            pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), 1);
+        })
     }
 }
 
@@ -55,7 +60,15 @@ unsafe extern "C-unwind" fn shmem_request() {
 unsafe extern "C-unwind" fn shmem_startup() {
     // SAFETY: ShmemInitStruct is called under AddinShmemInitLock as PostgreSQL requires; the
     // memory it returns is ours for table_size() bytes, and zeroed memory is an empty table
-    // (registry.rs). Run in the postmaster (and after a crash restart), before any backend.
+    // (registry.rs). Run in the postmaster (and after a crash restart), before any backend;
+    // the outermost Rust frame.
+    unsafe { errors::boundary(|| attach()) }
+}
+
+/// # Safety
+/// Only from the shared-memory startup hook.
+unsafe fn attach() {
+    // SAFETY: see shmem_startup.
     unsafe {
         if let Some(prev) = PREV_SHMEM_STARTUP_HOOK {
             prev();
@@ -76,7 +89,9 @@ unsafe extern "C-unwind" fn shmem_startup() {
         if !found {
             // Fresh shared memory (server start, or re-initialisation after a crash):
             // what the lease file says was handed out comes first.
-            durable::load_at_startup(&registry().expect("just attached"));
+            if let Some(fill) = ON_CREATE {
+                fill(&registry().expect("just attached"));
+            }
         }
         pg_sys::LWLockRelease(init_lock);
     }

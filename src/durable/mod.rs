@@ -6,15 +6,13 @@
 //! read back; WAL replay (crash recovery, or a standby streaming from the primary) applies
 //! the records written since. Every value a caller ever saw is below a bound that both
 //! survive, so a restarted or promoted server resumes above it.
+//!
+//! Nothing here knows either kind of sequence: a record carries a key, the layout the
+//! sequence was created with and a [`record::Lease`]; each kind says how it takes one
+//! (`recovery::Kinds`). Dependencies run one way: record, store, wal, recovery, lease.
 
+pub mod lease;
 pub mod record;
+pub mod recovery;
 pub mod store;
-mod wal;
-
-pub use lease::{
-    advance_gdid, apply, check_layout, display_gdid_key, extend_gdid, extend_snowflake,
-    load_at_startup, recorded_of, require_writable,
-};
-pub use wal::register as register_wal;
-
-mod lease;
+pub mod wal;

@@ -24,23 +24,27 @@
 //! A record is 256 bytes at a 256-byte-aligned offset, so it never straddles a 512-byte
 //! sector: like `pg_control`, it is written whole or not at all.
 
-use crate::registry::{Key, Kind, Recorded, MAX_KEY_LEN};
+use crate::registry::{CreationLayout, Key, Kind, OwnedKey, MAX_KEY_LEN};
 
 pub const RECORD_SIZE: usize = 256;
 const MAGIC: [u8; 4] = *b"SFL1";
 const NAME_AT: usize = 32;
 const CRC_AT: usize = RECORD_SIZE - 4;
 
+/// How far a sequence's durable lease reaches: nothing at or past `end` of `era` has been
+/// handed out. Leases are ordered by era, then end; a snowflake lease has era 0 and ends at a
+/// millisecond since its epoch, a gdid lease ends at a counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Lease {
+    pub era: u32,
+    pub end: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseRecord {
-    pub db: u32,
-    pub kind: Kind,
-    pub name: Vec<u8>,
-    pub recorded: Recorded,
-    /// gdid: the era the lease is in.
-    pub era: u32,
-    /// Exclusive end of the lease: nothing at or past it was handed out.
-    pub end: u64,
+    pub key: OwnedKey,
+    pub created_with: CreationLayout,
+    pub lease: Lease,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +52,8 @@ pub enum Corrupt {
     Magic,
     Checksum,
     Field,
+    /// Fewer bytes than a record at the end of the file.
+    Partial,
 }
 
 impl Corrupt {
@@ -56,34 +62,57 @@ impl Corrupt {
             Corrupt::Magic => "not a lease record",
             Corrupt::Checksum => "checksum mismatch",
             Corrupt::Field => "a field out of range",
+            Corrupt::Partial => "the file ends inside it",
         }
     }
 }
 
 impl LeaseRecord {
-    pub fn key(&self) -> Key<'_> {
-        Key {
-            db: self.db,
-            kind: self.kind,
-            name: &self.name,
+    pub fn new(key: Key<'_>, created_with: CreationLayout, lease: Lease) -> LeaseRecord {
+        LeaseRecord {
+            key: key.to_owned(),
+            created_with,
+            lease,
         }
     }
 
+    pub fn key(&self) -> Key<'_> {
+        self.key.key()
+    }
+
     pub fn encode(&self) -> [u8; RECORD_SIZE] {
-        debug_assert!(!self.name.is_empty() && self.name.len() <= MAX_KEY_LEN);
+        let name = &self.key.name;
+        debug_assert!(!name.is_empty() && name.len() <= MAX_KEY_LEN);
         let mut b = [0u8; RECORD_SIZE];
         b[0..4].copy_from_slice(&MAGIC);
-        b[4] = self.kind as u8;
-        b[5] = self.name.len() as u8;
-        b[6] = self.recorded.node_bits as u8;
-        b[8..12].copy_from_slice(&self.db.to_le_bytes());
-        b[12..16].copy_from_slice(&self.era.to_le_bytes());
-        b[16..24].copy_from_slice(&self.recorded.epoch_ms.to_le_bytes());
-        b[24..32].copy_from_slice(&self.end.to_le_bytes());
-        b[NAME_AT..NAME_AT + self.name.len()].copy_from_slice(&self.name);
+        b[4] = self.key.kind as u8;
+        b[5] = name.len() as u8;
+        b[6] = self.created_with.node_bits as u8;
+        b[8..12].copy_from_slice(&self.key.db.to_le_bytes());
+        b[12..16].copy_from_slice(&self.lease.era.to_le_bytes());
+        b[16..24].copy_from_slice(&self.created_with.epoch_ms.to_le_bytes());
+        b[24..32].copy_from_slice(&self.lease.end.to_le_bytes());
+        b[NAME_AT..NAME_AT + name.len()].copy_from_slice(name);
         let crc = crc32c(&b[..CRC_AT]);
         b[CRC_AT..].copy_from_slice(&crc.to_le_bytes());
         b
+    }
+
+    /// The key of a record whose checksum fails, if its key fields still read as a key. A
+    /// record torn by a concurrent copy (a base backup reading while it is rewritten) mixes
+    /// old and new bytes; both have the same key unless the slot was new, so the key tells
+    /// which sequence WAL replay must supply. Its lease is not trusted.
+    pub fn key_of_damaged(b: &[u8; RECORD_SIZE]) -> Option<OwnedKey> {
+        let kind = Kind::from_u8(b[4])?;
+        let len = b[5] as usize;
+        if b[0..4] != MAGIC || len == 0 || len > MAX_KEY_LEN {
+            return None;
+        }
+        Some(OwnedKey {
+            db: u32::from_le_bytes(b[8..12].try_into().ok()?),
+            kind,
+            name: b[NAME_AT..NAME_AT + len].to_vec(),
+        })
     }
 
     /// `Ok(None)` for an all-zero (unused) record.
@@ -105,15 +134,19 @@ impl LeaseRecord {
             return Err(Corrupt::Field);
         }
         Ok(Some(LeaseRecord {
-            db: u32_at(8),
-            kind,
-            name: b[NAME_AT..NAME_AT + len].to_vec(),
-            recorded: Recorded {
+            key: OwnedKey {
+                db: u32_at(8),
+                kind,
+                name: b[NAME_AT..NAME_AT + len].to_vec(),
+            },
+            created_with: CreationLayout {
                 epoch_ms: u64_at(16) as i64,
                 node_bits: u32::from(b[6]),
             },
-            era: u32_at(12),
-            end: u64_at(24),
+            lease: Lease {
+                era: u32_at(12),
+                end: u64_at(24),
+            },
         }))
     }
 }
@@ -153,19 +186,23 @@ mod tests {
     fn sample(rng: &mut Rng) -> LeaseRecord {
         let len = 1 + rng.below(MAX_KEY_LEN as u64) as usize;
         LeaseRecord {
-            db: rng.next_u64() as u32,
-            kind: if rng.below(2) == 0 {
-                Kind::Snowflake
-            } else {
-                Kind::Gdid
+            key: OwnedKey {
+                db: rng.next_u64() as u32,
+                kind: if rng.below(2) == 0 {
+                    Kind::Snowflake
+                } else {
+                    Kind::Gdid
+                },
+                name: (0..len).map(|_| rng.next_u64() as u8).collect(),
             },
-            name: (0..len).map(|_| rng.next_u64() as u8).collect(),
-            recorded: Recorded {
+            created_with: CreationLayout {
                 epoch_ms: rng.next_u64() as i64,
                 node_bits: rng.below(256) as u32,
             },
-            era: rng.next_u64() as u32,
-            end: rng.next_u64(),
+            lease: Lease {
+                era: rng.next_u64() as u32,
+                end: rng.next_u64(),
+            },
         }
     }
 
@@ -180,10 +217,16 @@ mod tests {
         for _ in 0..20_000 {
             let r = sample(&mut rng);
             let mut bytes = r.encode();
-            assert_eq!(LeaseRecord::decode(&bytes), Ok(Some(r)));
+            assert_eq!(LeaseRecord::decode(&bytes), Ok(Some(r.clone())));
             let bit = rng.below(RECORD_SIZE as u64 * 8) as usize;
             bytes[bit / 8] ^= 1 << (bit % 8);
             assert!(LeaseRecord::decode(&bytes).is_err());
+            // Damage outside the key fields leaves the key readable.
+            if !(0..12).contains(&(bit / 8))
+                && !(NAME_AT..NAME_AT + MAX_KEY_LEN).contains(&(bit / 8))
+            {
+                assert_eq!(LeaseRecord::key_of_damaged(&bytes), Some(r.key.clone()));
+            }
         }
     }
 

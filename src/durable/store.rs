@@ -10,6 +10,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::record::{Corrupt, LeaseRecord, RECORD_SIZE};
+use crate::registry::OwnedKey;
 
 /// Relative to the data directory.
 pub const DIR: &str = "snowflake_id";
@@ -20,18 +21,22 @@ pub struct Store {
     dir: PathBuf,
 }
 
-/// What is wrong with the file, with the byte offset of the bad record.
-#[derive(Debug)]
-pub enum LoadError {
-    Io(io::Error),
-    Corrupt { offset: u64, what: Corrupt },
-    Truncated { len: u64 },
+/// The file, read back.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The records that read back whole.
+    pub records: Vec<LeaseRecord>,
+    /// The ones that did not: a checksum or a field wrong, or a partial record at the end.
+    pub damaged: Vec<Damaged>,
 }
 
-impl From<io::Error> for LoadError {
-    fn from(e: io::Error) -> Self {
-        LoadError::Io(e)
-    }
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damaged {
+    /// Byte offset of the record in the file.
+    pub offset: u64,
+    pub what: Corrupt,
+    /// The sequence it belongs to, if its key fields still read as one.
+    pub key: Option<OwnedKey>,
 }
 
 impl Store {
@@ -49,33 +54,38 @@ impl Store {
         self.dir.join(FILE)
     }
 
-    /// Every record in the file; none if there is no file yet.
-    pub fn load(&self) -> Result<Vec<LeaseRecord>, LoadError> {
+    /// Every record in the file (none if there is no file yet), and the damaged ones apart:
+    /// what damage means depends on how the server starts (see `recovery`).
+    pub fn load(&self) -> io::Result<Loaded> {
         let bytes = match fs::read(self.path()) {
             Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Loaded::default()),
+            Err(e) => return Err(e),
         };
-        if bytes.len() % RECORD_SIZE != 0 {
-            return Err(LoadError::Truncated {
-                len: bytes.len() as u64,
+        let mut loaded = Loaded::default();
+        let chunks = bytes.chunks_exact(RECORD_SIZE);
+        if !chunks.remainder().is_empty() {
+            // A record being added at the end when the file was copied.
+            loaded.damaged.push(Damaged {
+                offset: (bytes.len() - chunks.remainder().len()) as u64,
+                what: Corrupt::Partial,
+                key: None,
             });
         }
-        let mut records = Vec::new();
-        for (i, chunk) in bytes.chunks_exact(RECORD_SIZE).enumerate() {
+        for (i, chunk) in chunks.enumerate() {
             let chunk: &[u8; RECORD_SIZE] = chunk.try_into().expect("chunks_exact");
             match LeaseRecord::decode(chunk) {
-                Ok(Some(r)) => records.push(r),
+                Ok(Some(r)) => loaded.records.push(r),
                 Ok(None) => {}
-                Err(what) => {
-                    return Err(LoadError::Corrupt {
-                        offset: (i * RECORD_SIZE) as u64,
-                        what,
-                    })
-                }
+                Err(what) => loaded.damaged.push(Damaged {
+                    offset: (i * RECORD_SIZE) as u64,
+                    what,
+                    key: LeaseRecord::key_of_damaged(chunk),
+                }),
             }
         }
-        Ok(records)
+        loaded.damaged.sort_by_key(|d| d.offset);
+        Ok(loaded)
     }
 
     /// Replaces the whole file with `records` (slot index, record) atomically: a crash
@@ -120,16 +130,18 @@ fn sync_dir(dir: Option<&Path>) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{Kind, Recorded};
+    use crate::durable::record::Lease;
+    use crate::registry::{CreationLayout, Kind};
 
-    fn record(name: &str, end: u64) -> LeaseRecord {
+    pub fn record(name: &str, end: u64) -> LeaseRecord {
         LeaseRecord {
-            db: 5,
-            kind: Kind::Gdid,
-            name: name.as_bytes().to_vec(),
-            recorded: Recorded::default(),
-            era: 1,
-            end,
+            key: OwnedKey {
+                db: 5,
+                kind: Kind::Gdid,
+                name: name.as_bytes().to_vec(),
+            },
+            created_with: CreationLayout::default(),
+            lease: Lease { era: 1, end },
         }
     }
 
@@ -144,7 +156,7 @@ mod tests {
     fn rewrite_write_and_load() {
         let root = temp_dir("rw");
         let store = Store::at(&root.join(DIR));
-        assert!(store.load().unwrap().is_empty());
+        assert!(store.load().unwrap().records.is_empty());
         store
             .rewrite(&[(0, record("a", 10)), (3, record("b", 20))])
             .unwrap();
@@ -153,33 +165,39 @@ mod tests {
         let names: Vec<_> = store
             .load()
             .unwrap()
+            .records
             .into_iter()
-            .map(|r| (String::from_utf8(r.name).unwrap(), r.end))
+            .map(|r| (String::from_utf8(r.key.name).unwrap(), r.lease.end))
             .collect();
         assert_eq!(names, [("a".into(), 10), ("b".into(), 30), ("c".into(), 1)]);
         fs::remove_dir_all(root).unwrap();
     }
 
     #[test]
-    fn damage_is_reported_not_skipped() {
+    fn damage_is_reported_with_the_key_when_it_still_reads() {
         let root = temp_dir("bad");
         let store = Store::at(&root.join(DIR));
-        store.rewrite(&[(1, record("a", 10))]).unwrap();
+        store
+            .rewrite(&[(0, record("a", 10)), (1, record("b", 20))])
+            .unwrap();
         let mut bytes = fs::read(store.path()).unwrap();
-        bytes[RECORD_SIZE + 30] ^= 1;
+        bytes[RECORD_SIZE + 26] ^= 1; // b's lease end
         fs::write(store.path(), &bytes).unwrap();
-        assert!(matches!(
-            store.load(),
-            Err(LoadError::Corrupt {
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded.records, [record("a", 10)]);
+        assert_eq!(
+            loaded.damaged,
+            [Damaged {
                 offset: 256,
-                what: Corrupt::Checksum
-            })
-        ));
-        fs::write(store.path(), &bytes[..100]).unwrap();
-        assert!(matches!(
-            store.load(),
-            Err(LoadError::Truncated { len: 100 })
-        ));
+                what: Corrupt::Checksum,
+                key: Some(record("b", 0).key),
+            }]
+        );
+        bytes.truncate(RECORD_SIZE + 100);
+        fs::write(store.path(), &bytes).unwrap();
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded.records, [record("a", 10)]);
+        assert_eq!(loaded.damaged[0].what, Corrupt::Partial);
         fs::remove_dir_all(root).unwrap();
     }
 }

@@ -4,28 +4,42 @@
 //! The resource manager ID is 128, `RM_EXPERIMENTAL_ID`, the ID PostgreSQL sets aside for
 //! extensions that have not claimed one on the PostgreSQL wiki yet. Another library using it
 //! stops the server at start-up with an error naming both.
+//!
+//! What replay does with a record is not this module's business: `register` takes the
+//! callbacks (see `recovery`).
 
 use std::ffi::{c_char, CStr, CString};
+use std::sync::OnceLock;
 
+use pgrx::pg_guard;
 use pgrx::pg_sys;
-use pgrx::prelude::*;
 
-use super::lease;
 use super::record::{LeaseRecord, RECORD_SIZE};
-use crate::registry::Kind;
+use crate::errors::{self, error, Code};
 
 const RM_ID: pg_sys::RmgrId = pg_sys::RM_EXPERIMENTAL_ID as pg_sys::RmgrId;
 /// The record type, in the high bits of xl_info (the low four belong to PostgreSQL).
 const XLOG_LEASE: u8 = 0x10;
 const XLR_INFO_MASK: u8 = 0x0F;
 
+/// What replay calls: for each lease record, and once when redo ends (the end of crash
+/// recovery, or a standby's promotion).
+pub struct Replay {
+    pub record: fn(&LeaseRecord),
+    pub end: fn(),
+}
+
+static REPLAY: OnceLock<Replay> = OnceLock::new();
+
 /// Registers the resource manager; only possible while preloading.
-pub fn register() {
+pub fn register(replay: Replay) {
+    let _ = REPLAY.set(replay);
     let mut rmgr = pg_sys::RmgrData {
         rm_name: c"snowflake_id".as_ptr(),
         rm_redo: Some(redo),
         rm_desc: Some(desc),
         rm_identify: Some(identify),
+        rm_cleanup: Some(cleanup),
         ..Default::default()
     };
     // SAFETY: called from _PG_init while shared_preload_libraries is processed; PostgreSQL
@@ -35,7 +49,8 @@ pub fn register() {
 }
 
 /// Writes one lease record and waits until the WAL holding it is flushed.
-pub fn log_and_flush(bytes: &[u8; RECORD_SIZE]) {
+pub fn log_and_flush(record: &LeaseRecord) {
+    let bytes = record.encode();
     // SAFETY: the standard insertion protocol; XLogRegisterData only reads `bytes`, which
     // outlive the XLogInsert that copies them.
     unsafe {
@@ -46,11 +61,13 @@ pub fn log_and_flush(bytes: &[u8; RECORD_SIZE]) {
     }
 }
 
-/// The record's payload. SAFETY: `record` is the reader state PostgreSQL passes to a
-/// resource manager callback, with a decoded record.
-unsafe fn payload(record: *mut pg_sys::XLogReaderState) -> (u8, &'static [u8]) {
-    // SAFETY: see above; main_data holds main_data_len bytes for the life of the callback
-    // (the 'static is never allowed to escape it).
+/// The record's payload.
+///
+/// # Safety
+/// `record` is the reader state PostgreSQL passes to a resource manager callback, with a
+/// decoded record; the slice lives as long as the callback.
+unsafe fn payload<'a>(record: *mut pg_sys::XLogReaderState) -> (u8, &'a [u8]) {
+    // SAFETY: see above; main_data holds main_data_len bytes.
     unsafe {
         let decoded = (*record).record;
         let info = (*decoded).header.xl_info & !XLR_INFO_MASK;
@@ -71,44 +88,54 @@ fn decode(info: u8, data: &[u8]) -> Option<LeaseRecord> {
 
 #[pg_guard]
 unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
-    // SAFETY: called by PostgreSQL's redo loop with a decoded record of ours.
-    let (info, data) = unsafe { payload(record) };
-    match decode(info, data) {
-        Some(rec) => lease::apply(&rec),
-        None => ereport!(
-            PgLogLevel::PANIC,
-            PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
-            format!(
-                "snowflake_id: invalid lease WAL record (info {info:#x}, {} bytes)",
-                data.len()
-            )
-        ),
+    // SAFETY: called by PostgreSQL's redo loop with a decoded record of ours; the outermost
+    // Rust frame.
+    unsafe {
+        errors::boundary(|| {
+            let (info, data) = payload(record);
+            match decode(info, data) {
+                Some(rec) => (REPLAY.get().expect("registered with the rmgr").record)(&rec),
+                None => error(
+                    Code::ERRCODE_DATA_CORRUPTED,
+                    format!(
+                        "invalid snowflake_id lease WAL record (info {info:#x}, {} bytes)",
+                        data.len()
+                    ),
+                )
+                .fatal(),
+            }
+        })
     }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn cleanup() {
+    // SAFETY: called once by the startup process when redo ends; the outermost Rust frame.
+    unsafe { errors::boundary(|| (REPLAY.get().expect("registered with the rmgr").end)()) }
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn desc(buf: pg_sys::StringInfo, record: *mut pg_sys::XLogReaderState) {
     // SAFETY: as in redo; buf is the StringInfo PostgreSQL gives us to append to.
-    let (info, data) = unsafe { payload(record) };
-    let text = match decode(info, data) {
-        Some(r) if r.kind == Kind::Snowflake => format!(
-            "snowflake db {} \"{}\" end_ms {}",
-            r.db,
-            String::from_utf8_lossy(&r.name),
-            r.end
-        ),
-        Some(r) => format!(
-            "gdid db {} \"{}\" era {} end {}",
-            r.db,
-            lease::display_gdid_key(&r.name),
-            r.era,
-            r.end
-        ),
-        None => "invalid".to_owned(),
-    };
-    let text = CString::new(text.replace('\0', "")).unwrap_or_default();
-    // SAFETY: appendStringInfoString copies the NUL-terminated string into buf.
-    unsafe { pg_sys::appendStringInfoString(buf, text.as_ptr()) };
+    unsafe {
+        errors::boundary(|| {
+            let (info, data) = payload(record);
+            let text = match decode(info, data) {
+                Some(r) => format!(
+                    "{} db {} \"{}\" era {} end {}",
+                    r.key.kind,
+                    r.key.db,
+                    String::from_utf8_lossy(&r.key.name).replace('\0', "/"),
+                    r.lease.era,
+                    r.lease.end
+                ),
+                None => "invalid".to_owned(),
+            };
+            let text = CString::new(text.replace('\0', "")).unwrap_or_default();
+            // appendStringInfoString copies the NUL-terminated string into buf.
+            pg_sys::appendStringInfoString(buf, text.as_ptr());
+        })
+    }
 }
 
 #[pg_guard]

@@ -1,20 +1,21 @@
--- The gdid half of the SQL API. The C symbols are in src/gdid/sql.rs (pgrx, `_wrapper`) and
--- src/gdid/ops.rs (plain V1 comparison and hash functions). Every object is in the README.
+-- The gdid half of the SQL API. The C symbols are the V1 functions of the same names in
+-- src/gdid/sql.rs and src/gdid/ops.rs (comparison and hash). Every object is in the README,
+-- and pg_regress (catalog.sql) lists every function with its markings.
 
 CREATE TYPE gdid;
 
 CREATE FUNCTION gdid_in(cstring) RETURNS gdid
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_in_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_in';
 CREATE FUNCTION gdid_out(gdid) RETURNS cstring
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_out_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_out';
 CREATE FUNCTION gdid_recv(internal) RETURNS gdid
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_recv_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_recv';
 CREATE FUNCTION gdid_send(gdid) RETURNS bytea
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_send_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_send';
 
 CREATE TYPE gdid (
     INPUT = gdid_in,
@@ -33,40 +34,40 @@ COMMENT ON TYPE gdid IS
 
 CREATE FUNCTION gdid(era bigint, authority integer, counter bigint) RETURNS gdid
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_make_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_make';
 COMMENT ON FUNCTION gdid(bigint, integer, bigint) IS
     'The gdid of era (0 .. 2^32-1), authority (0 .. 15) and counter (0 .. 2^60-1)';
 
 CREATE FUNCTION gdid_era(gdid) RETURNS bigint
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_era_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_era';
 COMMENT ON FUNCTION gdid_era(gdid) IS 'The era of a gdid';
 
 CREATE FUNCTION gdid_authority(gdid) RETURNS integer
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_authority_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_authority';
 COMMENT ON FUNCTION gdid_authority(gdid) IS 'The authority (0 .. 15) of a gdid';
 
 CREATE FUNCTION gdid_counter(gdid) RETURNS bigint
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_counter_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_counter';
 COMMENT ON FUNCTION gdid_counter(gdid) IS 'The counter of a gdid';
 
 CREATE FUNCTION gdid_to_hex(gdid) RETURNS text
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_to_hex_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_to_hex';
 COMMENT ON FUNCTION gdid_to_hex(gdid) IS 'The 12 bytes of a gdid as 24 lowercase hex digits';
 
 -- Conversions
 
 CREATE FUNCTION gdid_to_bytea(gdid) RETURNS bytea
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_to_bytea_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_to_bytea';
 COMMENT ON FUNCTION gdid_to_bytea(gdid) IS 'The 12 bytes of a gdid: era then id, big-endian';
 
 CREATE FUNCTION gdid_from_bytea(bytea) RETURNS gdid
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_from_bytea_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_from_bytea';
 COMMENT ON FUNCTION gdid_from_bytea(bytea) IS 'The gdid of exactly 12 bytes';
 
 CREATE CAST (gdid AS bytea) WITH FUNCTION gdid_to_bytea(gdid);
@@ -75,24 +76,24 @@ CREATE CAST (gdid AS text) WITH INOUT AS ASSIGNMENT;
 
 CREATE FUNCTION gdid_compress(gdid) RETURNS bytea
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_compress_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_compress';
 COMMENT ON FUNCTION gdid_compress(gdid) IS
     'Compact, canonical, order-preserving encoding: at most 5 bytes for era < 128 and counter < 2^24';
 
 CREATE FUNCTION gdid_decompress(bytea) RETURNS gdid
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_decompress_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_decompress';
 COMMENT ON FUNCTION gdid_decompress(bytea) IS 'The gdid of a gdid_compress encoding';
 
 CREATE FUNCTION gdid_to_leb128(gdid) RETURNS bytea
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_to_leb128_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_to_leb128';
 COMMENT ON FUNCTION gdid_to_leb128(gdid) IS
     'LEB128(era) then LEB128(id), as Azos SlimWriter writes a GDID';
 
 CREATE FUNCTION gdid_from_leb128(bytea) RETURNS gdid
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_from_leb128_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_from_leb128';
 COMMENT ON FUNCTION gdid_from_leb128(bytea) IS 'The gdid of Azos SlimWriter bytes';
 
 -- Comparison: era, then authority, then counter (the order of the 12 bytes).
@@ -185,19 +186,19 @@ CREATE AGGREGATE max(gdid) (
 
 CREATE FUNCTION gdid_next(scope text, sequence text) RETURNS gdid
     VOLATILE STRICT PARALLEL UNSAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_next_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_next';
 COMMENT ON FUNCTION gdid_next(text, text) IS
     'Next gdid of (scope, sequence) in this database, with this server''s gdid.authority';
 
 CREATE FUNCTION gdid_next_block(scope text, sequence text, n integer) RETURNS SETOF gdid
     VOLATILE STRICT PARALLEL UNSAFE ROWS 100
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_next_block_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_next_block';
 COMMENT ON FUNCTION gdid_next_block(text, text, integer) IS
     'n gdids of (scope, sequence) with consecutive counters, reserved at once, in order';
 
 CREATE FUNCTION gdid_advance(scope text, sequence text, past gdid) RETURNS void
     VOLATILE STRICT PARALLEL UNSAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_advance_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_advance';
 COMMENT ON FUNCTION gdid_advance(text, text, gdid) IS
     'Moves (scope, sequence) on so that its next gdid has a later era and counter than past; never back';
 REVOKE EXECUTE ON FUNCTION gdid_advance(text, text, gdid) FROM PUBLIC;
@@ -209,7 +210,7 @@ CREATE FUNCTION gdid_sequences_rows(
         OUT lease_end bigint, OUT issued bigint, OUT lease_extensions bigint)
     RETURNS SETOF record
     VOLATILE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_sequences_rows_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_sequences_rows';
 
 CREATE VIEW gdid_sequences AS
     SELECT scope, sequence, era, last_counter, lease_end, issued, lease_extensions

@@ -93,7 +93,7 @@ type Check = fn(&[u8]) -> Result<(), String>;
 
 fn check_text(input: &[u8]) -> Result<(), String> {
     let Ok(text) = std::str::from_utf8(input) else {
-        return Ok(()); // gdid_in hands the parser valid UTF-8 only (to_string_lossy)
+        return Ok(()); // gdid_in refuses anything but UTF-8 (ASCII) before parsing
     };
     if let Ok(g) = Gdid::parse(text) {
         let again = Gdid::parse(&g.to_string()).map_err(|e| format!("{e:?}"))?;

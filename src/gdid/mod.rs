@@ -2,9 +2,10 @@
 
 pub mod compact;
 pub mod counter;
-mod datum;
+pub mod datum;
 #[cfg(test)]
 mod fuzz;
 mod ops;
+pub mod sequence;
 mod sql;
 pub mod value;

@@ -1,6 +1,8 @@
-//! Comparison and hashing: plain V1 functions without pgrx's call wrapper, because btree
-//! searches, merge joins and hash joins call them once per tuple. None of them can fail:
-//! they read two 12-byte values and return a number, with no allocation and no panic path.
+//! Comparison and hashing: plain V1 functions, because btree searches, merge joins and hash
+//! joins call them once per tuple. None of them can fail: they read two 12-byte values and
+//! return a number, with no allocation and no panic path. They are `extern "C"` (the sort
+//! support callbacks, whose pointer type PostgreSQL's headers declare "C-unwind", abort on a
+//! panic through `errors::no_unwind`), so a panic could never unwind into PostgreSQL.
 
 use std::cmp::Ordering;
 use std::ffi::c_int;
@@ -9,28 +11,24 @@ use pgrx::pg_sys::{self, Datum, FunctionCallInfo};
 
 use super::datum::read;
 use super::value::SIZE;
+use crate::errors::no_unwind;
+use crate::fmgr::finfo;
 
-unsafe extern "C-unwind" {
+unsafe extern "C" {
     // PostgreSQL's hash functions (src/common/hashfn.c), as uuid_hash uses them.
     fn hash_bytes(k: *const u8, keylen: c_int) -> u32;
     fn hash_bytes_extended(k: *const u8, keylen: c_int, seed: u64) -> u64;
+}
+
+unsafe extern "C-unwind" {
     // Declared here rather than taken from pg_sys, whose binding is a Rust wrapper: tuplesort
-    // compares the comparator's address with this very symbol to pick its radix sort.
+    // compares the comparator's address with this very symbol to pick its radix sort. (An
+    // import: the "C-unwind" of the comparator field's type, which pgrx gives every
+    // PostgreSQL function pointer.)
     fn ssup_datum_unsigned_cmp(x: Datum, y: Datum, ssup: pg_sys::SortSupport) -> c_int;
 }
 
-/// Declares the V1 calling convention of each named function to fmgr.
-macro_rules! v1_info {
-    ($($finfo:ident),* $(,)?) => {$(
-        #[no_mangle]
-        pub extern "C" fn $finfo() -> &'static pg_sys::Pg_finfo_record {
-            static V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-            &V1
-        }
-    )*};
-}
-
-v1_info!(
+finfo!(
     pg_finfo_gdid_eq,
     pg_finfo_gdid_ne,
     pg_finfo_gdid_lt,
@@ -62,7 +60,7 @@ macro_rules! comparison {
         /// # Safety
         /// Called by fmgr for the SQL function of the same name: STRICT, (gdid, gdid).
         #[no_mangle]
-        pub unsafe extern "C-unwind" fn $name(fcinfo: FunctionCallInfo) -> Datum {
+        pub unsafe extern "C" fn $name(fcinfo: FunctionCallInfo) -> Datum {
             // SAFETY: see the function's contract.
             let o = unsafe { order(fcinfo) };
             Datum::from($test(o))
@@ -82,7 +80,7 @@ comparison!(gdid_cmp, |o: Ordering| o as i32);
 /// Called by fmgr: STRICT, (gdid, gdid) -> gdid. Returns one of its arguments, as
 /// text_larger does; the caller copies it if it must outlive them.
 #[no_mangle]
-pub unsafe extern "C-unwind" fn gdid_larger(fcinfo: FunctionCallInfo) -> Datum {
+pub unsafe extern "C" fn gdid_larger(fcinfo: FunctionCallInfo) -> Datum {
     // SAFETY: see the function's contract.
     unsafe { arg(fcinfo, if order(fcinfo).is_ge() { 0 } else { 1 }) }
 }
@@ -90,7 +88,7 @@ pub unsafe extern "C-unwind" fn gdid_larger(fcinfo: FunctionCallInfo) -> Datum {
 /// # Safety
 /// As gdid_larger.
 #[no_mangle]
-pub unsafe extern "C-unwind" fn gdid_smaller(fcinfo: FunctionCallInfo) -> Datum {
+pub unsafe extern "C" fn gdid_smaller(fcinfo: FunctionCallInfo) -> Datum {
     // SAFETY: see the function's contract.
     unsafe { arg(fcinfo, if order(fcinfo).is_le() { 0 } else { 1 }) }
 }
@@ -98,7 +96,7 @@ pub unsafe extern "C-unwind" fn gdid_smaller(fcinfo: FunctionCallInfo) -> Datum 
 /// # Safety
 /// Called by fmgr: STRICT, (gdid) -> integer.
 #[no_mangle]
-pub unsafe extern "C-unwind" fn gdid_hash(fcinfo: FunctionCallInfo) -> Datum {
+pub unsafe extern "C" fn gdid_hash(fcinfo: FunctionCallInfo) -> Datum {
     // SAFETY: a gdid Datum points at SIZE bytes; hash_bytes only reads them.
     let h = unsafe { hash_bytes(arg(fcinfo, 0).cast_mut_ptr::<u8>(), SIZE as c_int) };
     Datum::from(h as i32)
@@ -107,7 +105,7 @@ pub unsafe extern "C-unwind" fn gdid_hash(fcinfo: FunctionCallInfo) -> Datum {
 /// # Safety
 /// Called by fmgr: STRICT, (gdid, bigint) -> bigint.
 #[no_mangle]
-pub unsafe extern "C-unwind" fn gdid_hash_extended(fcinfo: FunctionCallInfo) -> Datum {
+pub unsafe extern "C" fn gdid_hash_extended(fcinfo: FunctionCallInfo) -> Datum {
     // SAFETY: as gdid_hash; the seed is a by-value int8.
     let h = unsafe {
         let seed = arg(fcinfo, 1).value() as u64;
@@ -122,12 +120,12 @@ pub unsafe extern "C-unwind" fn gdid_hash_extended(fcinfo: FunctionCallInfo) -> 
 /// SAFETY (all three): the Datums are gdids, as the sort support contract guarantees.
 unsafe extern "C-unwind" fn full_cmp(x: Datum, y: Datum, _: pg_sys::SortSupport) -> c_int {
     // SAFETY: see above.
-    unsafe { read(x).cmp(&read(y)) as c_int }
+    no_unwind(|| unsafe { read(x).cmp(&read(y)) as c_int })
 }
 
 unsafe extern "C-unwind" fn abbreviate(original: Datum, _: pg_sys::SortSupport) -> Datum {
     // SAFETY: see above.
-    Datum::from(unsafe { read(original) }.abbreviated())
+    no_unwind(|| Datum::from(unsafe { read(original) }.abbreviated()))
 }
 
 unsafe extern "C-unwind" fn keep_abbreviating(_: c_int, _: pg_sys::SortSupport) -> bool {
@@ -139,7 +137,7 @@ unsafe extern "C-unwind" fn keep_abbreviating(_: c_int, _: pg_sys::SortSupport) 
 /// # Safety
 /// Called by fmgr: (internal) -> void, with a SortSupport to fill in.
 #[no_mangle]
-pub unsafe extern "C-unwind" fn gdid_sortsupport(fcinfo: FunctionCallInfo) -> Datum {
+pub unsafe extern "C" fn gdid_sortsupport(fcinfo: FunctionCallInfo) -> Datum {
     // SAFETY: the argument is the SortSupportData PostgreSQL asks us to fill in.
     unsafe {
         let ssup = arg(fcinfo, 0).cast_mut_ptr::<pg_sys::SortSupportData>();

@@ -1,63 +1,110 @@
 //! SQL-facing gdid functions that can raise errors: I/O, construction, conversions and
 //! generation. Their SQL declarations are in `gdid/api.sql`.
 
-use std::ffi::{CStr, CString};
-
-use pgrx::datum::Internal;
-use pgrx::pg_sys;
-use pgrx::prelude::*;
+use pgrx::pg_sys::{self, Datum, FunctionCallInfo};
 
 use super::compact::{self, DecodeError};
-use super::counter::{self, Taken};
-use super::datum::PgGdid;
+use super::counter::Taken;
+use super::datum::{palloc, read};
+use super::sequence::{GdidSeq, Plan};
 use super::value::{Gdid, ParseError, Part, SIZE};
-use crate::durable;
-use crate::errors::{error, not_preloaded, Code};
-use crate::registry::{gdid_key_name, Kind, Recorded, Slot};
-use crate::soft_error::InputError;
+use crate::callsite;
+use crate::dbtext::DbText;
+use crate::durable::lease::LeaseLock;
+use crate::durable::record::LeaseRecord;
+use crate::errors::{error, Code, PgError};
+use crate::fmgr::{self, finfo, v1, Call};
+use crate::registry::Kind;
+use crate::snowflake::wallclock;
 use crate::{guc, sequences, shmem};
+
+finfo!(
+    pg_finfo_gdid_in,
+    pg_finfo_gdid_out,
+    pg_finfo_gdid_recv,
+    pg_finfo_gdid_send,
+    pg_finfo_gdid_make,
+    pg_finfo_gdid_era,
+    pg_finfo_gdid_authority,
+    pg_finfo_gdid_counter,
+    pg_finfo_gdid_to_hex,
+    pg_finfo_gdid_to_bytea,
+    pg_finfo_gdid_from_bytea,
+    pg_finfo_gdid_compress,
+    pg_finfo_gdid_decompress,
+    pg_finfo_gdid_to_leb128,
+    pg_finfo_gdid_from_leb128,
+    pg_finfo_gdid_next,
+    pg_finfo_gdid_next_block,
+    pg_finfo_gdid_advance,
+    pg_finfo_gdid_sequences_rows,
+);
+
+/// Defines a V1 function whose body reads its (non-null) arguments through `call`.
+macro_rules! function {
+    ($name:ident, |$call:ident| $body:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(fcinfo: FunctionCallInfo) -> Datum {
+            fn body($call: Call<'_>) -> Datum {
+                $body
+            }
+            // SAFETY: called by fmgr for the SQL function declared with this symbol in
+            // api.sql, STRICT, whose arguments are what the body reads.
+            unsafe { v1(fcinfo, body) }
+        }
+    };
+}
+
+/// The gdid argument `n`.
+fn gdid_arg(call: Call<'_>, n: usize) -> Gdid {
+    // SAFETY: the functions below read as gdids exactly the arguments api.sql types gdid.
+    unsafe { read(call.datum(n)) }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Text and binary I/O
 
-fn out_of_range(what: &str, part: Part) -> ! {
+fn out_of_range(what: impl std::fmt::Display, part: Part) -> PgError {
     error(
         Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
         format!("{what} is out of range for type gdid"),
     )
     .detail(format!("The {}.", part.describe()))
-    .raise()
 }
 
-/// NULL only when the caller asked for soft errors (PostgreSQL 16+) and the input is bad.
-#[pg_extern(sql = false)]
-fn gdid_in(input: &CStr, fcinfo: pg_sys::FunctionCallInfo) -> Option<PgGdid> {
-    let text = input.to_string_lossy();
-    let e = match Gdid::parse(&text) {
-        Ok(g) => return Some(PgGdid(g)),
-        Err(ParseError::Malformed) => InputError {
-            code: Code::ERRCODE_INVALID_TEXT_REPRESENTATION,
-            message: format!("invalid input syntax for type gdid: \"{text}\""),
-            detail: None,
-            hint: Some(
-                "Write era:authority:counter in decimal, such as 1293:3:57, or 24 hexadecimal digits.",
-            ),
-        },
-        Err(ParseError::OutOfRange(part)) => InputError {
-            code: Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-            message: format!("value \"{text}\" is out of range for type gdid"),
-            detail: Some(format!("The {}.", part.describe())),
-            hint: None,
-        },
+/// Text in the database's encoding; anything but ASCII is malformed.
+fn parse(text: &[u8]) -> Result<Gdid, ParseError> {
+    std::str::from_utf8(text)
+        .map_err(|_| ParseError::Malformed)
+        .and_then(Gdid::parse)
+}
+
+// gdid_in: NULL only when the caller asked for soft errors (PostgreSQL 16+) and the input is
+// bad.
+function!(gdid_in, |call| {
+    let text = call.cstr(0).to_bytes();
+    let e = match parse(text) {
+        Ok(g) => return palloc(g),
+        Err(ParseError::Malformed) => error(
+            Code::ERRCODE_INVALID_TEXT_REPRESENTATION,
+            format!("invalid input syntax for type gdid: \"{}\"", DbText(text)),
+        )
+        .hint(
+            "Write era:authority:counter in decimal, such as 1293:3:57, or 24 hexadecimal digits.",
+        ),
+        Err(ParseError::OutOfRange(part)) => {
+            out_of_range(format_args!("value \"{}\"", DbText(text)), part)
+        }
     };
-    e.report(fcinfo);
-    None
-}
+    if e.save(call.context()) {
+        return call.null();
+    }
+    e.raise()
+});
 
-#[pg_extern(sql = false)]
-fn gdid_out(g: PgGdid) -> CString {
-    CString::new(g.0.to_string()).expect("digits and colons contain no NUL")
-}
+function!(gdid_out, |call| fmgr::cstring(
+    gdid_arg(call, 0).to_string().as_bytes()
+));
 
 fn bad_binary(what: &str, why: impl Into<String>) -> ! {
     error(
@@ -68,11 +115,9 @@ fn bad_binary(what: &str, why: impl Into<String>) -> ! {
     .raise()
 }
 
-#[pg_extern(sql = false)]
-fn gdid_recv(mut buf: Internal) -> PgGdid {
+function!(gdid_recv, |call| {
     // SAFETY: a receive function's argument is the StringInfo holding the value's bytes.
-    let buf = unsafe { buf.get_mut::<pg_sys::StringInfoData>() }
-        .unwrap_or_else(|| bad_binary("external value", "no message"));
+    let buf = unsafe { &mut *call.datum(0).cast_mut_ptr::<pg_sys::StringInfoData>() };
     let left = (buf.len - buf.cursor) as usize;
     if left != SIZE {
         bad_binary(
@@ -88,170 +133,245 @@ fn gdid_recv(mut buf: Internal) -> PgGdid {
             .read_unaligned()
     };
     buf.cursor += SIZE as i32;
-    PgGdid(Gdid::from_bytes(&bytes))
-}
+    palloc(Gdid::from_bytes(&bytes))
+});
 
-#[pg_extern(sql = false)]
-fn gdid_send(g: PgGdid) -> Vec<u8> {
-    g.0.to_bytes().to_vec()
-}
+function!(gdid_send, |call| fmgr::varlena(
+    &gdid_arg(call, 0).to_bytes()
+));
 
 // ---------------------------------------------------------------------------------------------
 // Construction, parts, conversions
 
-#[pg_extern(sql = false)]
-fn gdid_make(era: i64, authority: i32, counter: i64) -> PgGdid {
-    Gdid::new(era, authority.into(), counter)
-        .map(PgGdid)
-        .unwrap_or_else(|part| out_of_range(&format!("gdid({era}, {authority}, {counter})"), part))
-}
+function!(gdid_make, |call| {
+    let (era, authority, counter) = (call.i64(0), call.i32(1), call.i64(2));
+    match Gdid::new(era, authority.into(), counter) {
+        Ok(g) => palloc(g),
+        Err(part) => {
+            out_of_range(format_args!("gdid({era}, {authority}, {counter})"), part).raise()
+        }
+    }
+});
 
-#[pg_extern(sql = false)]
-fn gdid_era(g: PgGdid) -> i64 {
-    g.0.era.into()
-}
+function!(gdid_era, |call| Datum::from(i64::from(
+    gdid_arg(call, 0).era
+)));
+function!(gdid_authority, |call| Datum::from(i32::from(
+    gdid_arg(call, 0).authority()
+)));
+// At most 2^60 - 1.
+function!(gdid_counter, |call| Datum::from(
+    gdid_arg(call, 0).counter() as i64
+));
+function!(gdid_to_hex, |call| fmgr::varlena(
+    gdid_arg(call, 0).to_hex().as_bytes()
+));
+function!(gdid_to_bytea, |call| fmgr::varlena(
+    &gdid_arg(call, 0).to_bytes()
+));
 
-#[pg_extern(sql = false)]
-fn gdid_authority(g: PgGdid) -> i32 {
-    g.0.authority().into()
-}
-
-#[pg_extern(sql = false)]
-fn gdid_counter(g: PgGdid) -> i64 {
-    // At most 2^60 - 1.
-    g.0.counter() as i64
-}
-
-#[pg_extern(sql = false)]
-fn gdid_to_hex(g: PgGdid) -> String {
-    g.0.to_hex()
-}
-
-#[pg_extern(sql = false)]
-fn gdid_to_bytea(g: PgGdid) -> Vec<u8> {
-    g.0.to_bytes().to_vec()
-}
-
-#[pg_extern(sql = false)]
-fn gdid_from_bytea(bytes: &[u8]) -> PgGdid {
+function!(gdid_from_bytea, |call| {
+    let bytes = call.bytes(0);
     match <&[u8; SIZE]>::try_from(bytes) {
-        Ok(b) => PgGdid(Gdid::from_bytes(b)),
+        Ok(b) => palloc(Gdid::from_bytes(b)),
         Err(_) => bad_binary(
             "bytea value",
             format!("A gdid is {SIZE} bytes, not {}.", bytes.len()),
         ),
     }
-}
+});
 
-fn decoded(form: &str, r: Result<Gdid, DecodeError>) -> PgGdid {
-    r.map(PgGdid).unwrap_or_else(|e| {
-        bad_binary(
+fn decoded(form: &str, r: Result<Gdid, DecodeError>) -> Datum {
+    match r {
+        Ok(g) => palloc(g),
+        Err(e) => bad_binary(
             &format!("{form} value"),
             format!("In the input, {}.", e.describe()),
-        )
-    })
+        ),
+    }
 }
 
-#[pg_extern(sql = false)]
-fn gdid_compress(g: PgGdid) -> Vec<u8> {
-    compact::compress(g.0)
-}
-
-#[pg_extern(sql = false)]
-fn gdid_decompress(bytes: &[u8]) -> PgGdid {
-    decoded("compact", compact::decompress(bytes))
-}
-
-#[pg_extern(sql = false)]
-fn gdid_to_leb128(g: PgGdid) -> Vec<u8> {
-    compact::to_leb128(g.0)
-}
-
-#[pg_extern(sql = false)]
-fn gdid_from_leb128(bytes: &[u8]) -> PgGdid {
-    decoded("LEB128", compact::from_leb128(bytes))
-}
+function!(gdid_compress, |call| fmgr::varlena(&compact::compress(
+    gdid_arg(call, 0)
+)));
+function!(gdid_decompress, |call| decoded(
+    "compact",
+    compact::decompress(call.bytes(0))
+));
+function!(gdid_to_leb128, |call| fmgr::varlena(&compact::to_leb128(
+    gdid_arg(call, 0)
+)));
+function!(gdid_from_leb128, |call| decoded(
+    "LEB128",
+    compact::from_leb128(call.bytes(0))
+));
 
 // ---------------------------------------------------------------------------------------------
 // Generation
 
-/// The slot of (scope, sequence) in this database, created if new, and the slot itself.
-fn slot_of(scope: &str, sequence: &str) -> (usize, &'static Slot) {
-    let registry = shmem::registry().unwrap_or_else(|| not_preloaded());
-    sequences::check_name_or_raise("gdid scope", scope.as_bytes());
-    sequences::check_name_or_raise("gdid sequence", sequence.as_bytes());
-    let name = gdid_key_name(scope.as_bytes(), sequence.as_bytes());
-    let shown = format!("gdid sequence \"{scope}/{sequence}\"");
-    let idx = sequences::find_or_create(&registry, Kind::Gdid, &name, Recorded::default(), &shown);
-    (idx, registry.slot(idx))
+/// `gdid_next(scope, sequence)`. The common case, a call site that has already resolved its
+/// names and counters the lease covers, is a few loads, one CAS and a palloc; everything else
+/// (first call, errors, lease extensions, a new era) takes the slow path.
+#[no_mangle]
+pub extern "C" fn gdid_next(fcinfo: FunctionCallInfo) -> Datum {
+    // SAFETY: called by fmgr for gdid_next(text, text), STRICT.
+    unsafe {
+        v1(fcinfo, |call| {
+            next_without_waiting(call).unwrap_or_else(|| next(call))
+        })
+    }
 }
 
-/// `n` consecutive counters of (scope, sequence), the lease extended as needed.
-fn take(function: &str, scope: &str, sequence: &str, n: u64) -> Taken {
-    durable::require_writable(function);
-    let (idx, slot) = slot_of(scope, sequence);
+#[inline(always)]
+fn next_without_waiting(call: Call<'_>) -> Option<Datum> {
+    // SAFETY: a plain read of a backend-global flag (read-only and standby transactions get
+    // their ERROR from the slow path).
+    if unsafe { pg_sys::XactReadOnly } {
+        return None;
+    }
+    let authority = guc::gdid_authority()?;
+    let registry = shmem::registry()?;
+    let idx = callsite::cached_slot::<2>(call)?;
+    let t = GdidSeq::new(idx, registry.get(idx)?)?.try_take(1).ok()?;
+    Some(palloc(Gdid::from_parts(t.era, authority, t.first)))
+}
+
+fn next(call: Call<'_>) -> Datum {
+    let registry = sequences::registry();
+    let authority = sequences::gdid_authority();
+    sequences::require_writable("gdid_next()");
+    let idx = callsite::slot_of(call, |[scope, sequence]| {
+        sequences::gdid(&registry, scope, sequence).idx()
+    });
+    let seq = GdidSeq::new(idx, registry.slot(idx)).expect("cached for a gdid slot");
+    let t = take(seq, 1);
+    palloc(Gdid::from_parts(t.era, authority, t.first))
+}
+
+/// `n` consecutive counters, the lease extended (or the era moved on) as needed.
+fn take(seq: GdidSeq<'_>, n: u64) -> Taken {
     loop {
-        match counter::try_take(&slot.state, n) {
+        let need = match seq.try_take(n) {
             Ok(t) => return t,
-            Err(need) => durable::extend_gdid(idx, slot, need),
+            Err(need) => need,
+        };
+        let lock = LeaseLock::acquire();
+        let now = wallclock::precise_unix_ms();
+        match seq.plan(need, n, now) {
+            Plan::Retry => {}
+            Plan::Exhausted => error(
+                Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+                format!("{} has used up every era", sequences::id_of(seq.slot())),
+            )
+            .raise(),
+            Plan::Move(m) => {
+                let slot = seq.slot();
+                lock.persist(
+                    seq.idx(),
+                    &LeaseRecord::new(slot.key(), slot.created_with(), m.lease),
+                );
+                seq.publish(m, now);
+            }
         }
     }
 }
 
-#[pg_extern(sql = false)]
-fn gdid_next(scope: &str, sequence: &str) -> PgGdid {
-    let t = take("gdid_next()", scope, sequence, 1);
-    PgGdid(Gdid::from_parts(t.era, guc::gdid_authority(), t.first))
+/// The state of a block being returned.
+#[derive(Clone, Copy)]
+struct Block {
+    era: u32,
+    authority: u8,
+    next: u64,
+    last: u64,
 }
 
-#[pg_extern(sql = false)]
-fn gdid_next_block(scope: &str, sequence: &str, n: i32) -> SetOfIterator<'static, PgGdid> {
-    if n < 1 {
-        error(
-            Code::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("block size must be at least 1, not {n}"),
-        )
-        .raise();
-    }
-    let t = take("gdid_next_block()", scope, sequence, n as u64);
-    let authority = guc::gdid_authority();
-    SetOfIterator::new(
-        (t.first..t.first + n as u64).map(move |c| PgGdid(Gdid::from_parts(t.era, authority, c))),
-    )
-}
-
-#[pg_extern(sql = false)]
-fn gdid_advance(scope: &str, sequence: &str, past: PgGdid) {
-    durable::require_writable("gdid_advance()");
-    let (idx, slot) = slot_of(scope, sequence);
-    durable::advance_gdid(idx, slot, past.0.era, past.0.counter());
-}
-
-/// Rows of the gdid_sequences view: the current database's gdid sequences.
-#[allow(clippy::type_complexity)]
-#[pg_extern(sql = false)]
-fn gdid_sequences_rows() -> TableIterator<'static, (String, String, i64, i64, i64, i64, i64)> {
-    let registry = shmem::registry().unwrap_or_else(|| not_preloaded());
-    let db = sequences::current_db();
-    let rows: Vec<_> = registry
-        .of_database(db, Kind::Gdid)
-        .map(|slot| {
-            let name = slot.name();
-            let split = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-            let (scope, sequence) = (&name[..split], name.get(split + 1..).unwrap_or(&[]));
-            let s = &slot.state;
-            let (era, lease_end) = counter::lease(s);
-            (
-                String::from_utf8_lossy(scope).into_owned(),
-                String::from_utf8_lossy(sequence).into_owned(),
-                i64::from(era),
-                counter::last(s) as i64,
-                lease_end as i64,
-                s.issued.load(std::sync::atomic::Ordering::Relaxed) as i64,
-                s.lease_extensions
-                    .load(std::sync::atomic::Ordering::Relaxed) as i64,
+/// `gdid_next_block(scope, sequence, n)`: one reservation, then one row per call.
+#[no_mangle]
+pub extern "C" fn gdid_next_block(fcinfo: FunctionCallInfo) -> Datum {
+    // SAFETY: called by fmgr for gdid_next_block(text, text, integer), STRICT, SETOF.
+    unsafe {
+        v1(fcinfo, |call| {
+            fmgr::rows_per_call(
+                call,
+                || {
+                    let n = call.i32(2);
+                    if n < 1 {
+                        error(
+                            Code::ERRCODE_INVALID_PARAMETER_VALUE,
+                            format!("block size must be at least 1, not {n}"),
+                        )
+                        .raise();
+                    }
+                    let registry = sequences::registry();
+                    let authority = sequences::gdid_authority();
+                    sequences::require_writable("gdid_next_block()");
+                    let seq = sequences::gdid(&registry, call.bytes(0), call.bytes(1));
+                    let t = take(seq, n as u64);
+                    Block {
+                        era: t.era,
+                        authority,
+                        next: t.first,
+                        last: t.first + n as u64 - 1,
+                    }
+                },
+                |b| {
+                    (b.next <= b.last).then(|| {
+                        let g = Gdid::from_parts(b.era, b.authority, b.next);
+                        b.next += 1;
+                        palloc(g)
+                    })
+                },
             )
         })
-        .collect();
-    TableIterator::new(rows)
+    }
 }
+
+function!(gdid_advance, |call| {
+    let registry = sequences::registry();
+    sequences::require_writable("gdid_advance()");
+    let seq = sequences::gdid(&registry, call.bytes(0), call.bytes(1));
+    let past = gdid_arg(call, 2);
+    let lock = LeaseLock::acquire();
+    if let Some(m) = seq.plan_advance(past.era, past.counter()) {
+        let slot = seq.slot();
+        lock.persist(
+            seq.idx(),
+            &LeaseRecord::new(slot.key(), slot.created_with(), m.lease),
+        );
+        seq.publish(m, wallclock::precise_unix_ms());
+    }
+    Datum::from(0)
+});
+
+// ---------------------------------------------------------------------------------------------
+// Monitoring
+
+// Rows of the gdid_sequences view: the current database's gdid sequences.
+function!(gdid_sequences_rows, |call| fmgr::materialize(
+    call,
+    |rows| {
+        let registry = sequences::registry();
+        for (idx, slot) in registry.of_database(sequences::current_db(), Kind::Gdid) {
+            let (Some(seq), Some(id)) = (
+                GdidSeq::new(idx, slot),
+                crate::sequence_id::SequenceId::from_key(slot.key()),
+            ) else {
+                continue;
+            };
+            let crate::sequence_id::SequenceName::Gdid { scope, sequence } = id.name else {
+                continue;
+            };
+            let s = seq.stats();
+            let mut values = [
+                fmgr::varlena(scope),
+                fmgr::varlena(sequence),
+                Datum::from(i64::from(s.era)),
+                Datum::from(s.last_counter as i64),
+                Datum::from(s.lease_end as i64),
+                Datum::from(s.issued as i64),
+                Datum::from(s.lease_extensions as i64),
+            ];
+            rows.push(&mut values, &mut [false; 7]);
+        }
+    }
+));

@@ -106,8 +106,9 @@ impl Gdid {
         format!("{:08x}{:016x}", self.era, self.id)
     }
 
-    /// `era:authority:counter` in decimal, or 24 hex digits with an optional `0x`/`0X`;
-    /// whitespace around it is ignored.
+    /// `era:authority:counter` in decimal (whitespace around each part allowed, as Azos
+    /// `GDID.TryParse` allows it), or 24 hex digits with an optional `0x`/`0X` (whitespace
+    /// around them allowed).
     pub fn parse(text: &str) -> Result<Gdid, ParseError> {
         let t = text.trim_matches(|c: char| c.is_ascii_whitespace());
         if t.contains(':') {
@@ -129,7 +130,9 @@ impl Gdid {
 }
 
 fn parse_parts(t: &str) -> Result<Gdid, ParseError> {
-    let mut parts = t.split(':');
+    let mut parts = t
+        .split(':')
+        .map(|p| p.trim_matches(|c: char| c.is_ascii_whitespace()));
     let (Some(era), Some(authority), Some(counter), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
@@ -148,7 +151,7 @@ fn parse_parts(t: &str) -> Result<Gdid, ParseError> {
     Ok(Gdid::from_parts(era, authority as u8, counter))
 }
 
-/// Digits only: no sign, no inner space. Too many digits for a u64 is out of range, and
+/// Digits only: no sign, no space inside the number. Too many digits for a u64 is out of range, and
 /// reported as such for whichever part it is (u64::MAX exceeds every part's range).
 fn decimal(s: &str) -> Result<u64, ParseError> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
@@ -224,6 +227,21 @@ mod tests {
             Err(ParseError::OutOfRange(Part::Counter))
         );
         assert_eq!(Gdid::parse("  7:1:2\n"), Ok(Gdid::from_parts(7, 1, 2)));
+        // Azos GDID.TryParse: whitespace around each part.
+        assert_eq!(
+            Gdid::parse("31 : 2:  3123"),
+            Ok(Gdid::from_parts(31, 2, 3123))
+        );
+        assert_eq!(Gdid::parse("\t1\t:\n2 :3 "), Ok(Gdid::from_parts(1, 2, 3)));
+        for bad in [
+            "1 : : 3",
+            "1:2:3 1",
+            "1: +2:3",
+            " : 1:2",
+            "0x 00000000100000000000004B",
+        ] {
+            assert_eq!(Gdid::parse(bad), Err(ParseError::Malformed), "{bad}");
+        }
         assert_eq!(
             Gdid::parse("AA00aa00F000000000000001"),
             Ok(Gdid::new(2852170240, 15, 1).unwrap())

@@ -1,5 +1,6 @@
--- The snowflake half of the SQL API. The C symbols are the #[pg_extern(sql = false)]
--- functions of src/snowflake/sql.rs. Every object here is listed in the README.
+-- The snowflake half of the SQL API. The C symbols are the V1 functions of the same names in
+-- src/snowflake/sql.rs. Every object here is listed in the README, and pg_regress
+-- (catalog.sql) lists every function with its markings.
 --
 -- Volatility follows what a result depends on: the generators are VOLATILE; decoders of the
 -- server's own layout read settings fixed at server start, so they are STABLE (an index on
@@ -12,13 +13,13 @@ COMMENT ON DOMAIN snowflake IS
 
 CREATE FUNCTION snowflake_next(seq text) RETURNS snowflake
     VOLATILE STRICT PARALLEL UNSAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_next_fast';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_next';
 COMMENT ON FUNCTION snowflake_next(text) IS
     'Next ID of the named sequence of this database: unique per node, strictly increasing';
 
 CREATE FUNCTION snowflake_next_batch(seq text, n integer) RETURNS SETOF snowflake
     VOLATILE STRICT PARALLEL UNSAFE ROWS 100
-    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_next_batch_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_next_batch';
 COMMENT ON FUNCTION snowflake_next_batch(text, integer) IS
     'n consecutive IDs of the named sequence, reserved at once, in increasing order';
 
@@ -26,22 +27,22 @@ COMMENT ON FUNCTION snowflake_next_batch(text, integer) IS
 
 CREATE FUNCTION snowflake_timestamp(id bigint) RETURNS timestamptz
     STABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_timestamp_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_timestamp';
 COMMENT ON FUNCTION snowflake_timestamp(bigint) IS 'The millisecond in which an ID was made';
 
 CREATE FUNCTION snowflake_node(id bigint) RETURNS integer
     STABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_node_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_node';
 COMMENT ON FUNCTION snowflake_node(bigint) IS 'The node number of an ID';
 
 CREATE FUNCTION snowflake_counter(id bigint) RETURNS integer
     STABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_counter_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_counter';
 COMMENT ON FUNCTION snowflake_counter(bigint) IS 'The per-millisecond counter of an ID';
 
 CREATE FUNCTION snowflake_from_timestamp(ts timestamptz) RETURNS snowflake
     STABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_from_timestamp_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_from_timestamp';
 COMMENT ON FUNCTION snowflake_from_timestamp(timestamptz) IS
     'The smallest ID of any node in the millisecond of ts: id >= snowflake_from_timestamp(t) selects IDs made at or after t';
 
@@ -58,22 +59,22 @@ COMMENT ON FUNCTION snowflake_decode(bigint) IS 'An ID taken apart: timestamp, n
 
 CREATE FUNCTION snowflake_timestamp(id bigint, layout text) RETURNS timestamptz
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_timestamp_in_layout_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_timestamp_in_layout';
 COMMENT ON FUNCTION snowflake_timestamp(bigint, text) IS 'The millisecond of an ID of a named layout';
 
 CREATE FUNCTION snowflake_node(id bigint, layout text) RETURNS integer
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_node_in_layout_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_node_in_layout';
 COMMENT ON FUNCTION snowflake_node(bigint, text) IS 'The node (worker, shard) of an ID of a named layout';
 
 CREATE FUNCTION snowflake_counter(id bigint, layout text) RETURNS integer
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_counter_in_layout_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_counter_in_layout';
 COMMENT ON FUNCTION snowflake_counter(bigint, text) IS 'The counter (sequence, increment) of an ID of a named layout';
 
 CREATE FUNCTION snowflake_from_timestamp(ts timestamptz, layout text) RETURNS bigint
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_from_timestamp_in_layout_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_from_timestamp_in_layout';
 COMMENT ON FUNCTION snowflake_from_timestamp(timestamptz, text) IS
     'The smallest ID of a named layout in the millisecond of ts';
 
@@ -119,7 +120,7 @@ CREATE FUNCTION snowflake_sequences_rows(
         OUT lease_until timestamptz, OUT lease_extensions bigint)
     RETURNS SETOF record
     VOLATILE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_sequences_rows_wrapper';
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_sequences_rows';
 
 CREATE VIEW snowflake_sequences AS
     SELECT name, layout, epoch, last_id::@extschema@.snowflake AS last_id, last_timestamp,

@@ -116,20 +116,6 @@ pub fn coarse_clock_suffices(last: u64, coarse_ms: u64, margin_ms: u64, counter_
     last >> counter_bits >= coarse_ms.saturating_add(margin_ms)
 }
 
-/// The exclusive end, in milliseconds since the epoch, of a lease extension that must cover
-/// tick `last`: `window_ms` past the later of the wall clock and `last`, but no further than
-/// the run-ahead bound past the wall clock (so that a server restarted with a correct clock
-/// can resume above the lease at once), and never past the end of the layout.
-pub fn lease_end_ms(last: u64, now_ms: u64, b: &Bounds, window_ms: u64) -> u64 {
-    let needed = (last >> b.counter_bits) + 1;
-    let wanted = now_ms.max(needed).saturating_add(window_ms);
-    let cap = now_ms
-        .saturating_add(b.max_ahead_ms)
-        .saturating_add(1)
-        .min((b.max_tick >> b.counter_bits) + 1);
-    needed.max(wanted.min(cap))
-}
-
 /// How long to wait before retrying a refused reservation, or `None` when waiting cannot
 /// help within `max_wait_ms` (the clock is too far behind, or the end of time is reached).
 pub fn wait_before_retry(refusal: Refusal, b: &Bounds, max_wait_ms: u64) -> Option<u64> {
@@ -179,19 +165,6 @@ mod tests {
             plan(0, tick_of_ms(9, CB), 1 << (CB + 11), &b),
             Err(Refusal::BatchTooLarge { .. })
         ));
-    }
-
-    #[test]
-    fn lease_extensions_stay_within_the_run_ahead_bound() {
-        let b = bounds(10_000);
-        // A sequence at the clock: one window ahead.
-        assert_eq!(lease_end_ms(tick_of_ms(100, CB), 100, &b, 1000), 1101);
-        // Far ahead of the clock: capped at the bound, but always covering `last`.
-        assert_eq!(lease_end_ms(tick_of_ms(9_500, CB), 0, &b, 1000), 10_001);
-        assert_eq!(lease_end_ms(tick_of_ms(12_000, CB), 0, &b, 1000), 12_001);
-        // Never past the end of the layout.
-        let end_ms = (b.max_tick >> CB) + 1;
-        assert_eq!(lease_end_ms(b.max_tick, end_ms - 1, &b, 1000), end_ms);
     }
 
     #[test]

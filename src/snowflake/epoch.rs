@@ -7,20 +7,30 @@
 
 use super::layout::UnixMs;
 
-/// The default of `snowflake.epoch`; the C string is the setting's boot value.
-pub const DEFAULT_EPOCH_C: &std::ffi::CStr = c"2025-01-01 00:00:00+00";
-pub const DEFAULT_EPOCH: &str = "2025-01-01 00:00:00+00";
+/// The default of `snowflake.epoch` (a C string: it is the setting's boot value).
+pub const DEFAULT_EPOCH: &std::ffi::CStr = c"2025-01-01 00:00:00+00";
+/// [`DEFAULT_EPOCH`] in Unix milliseconds (a unit test checks that they agree).
 pub const DEFAULT_EPOCH_MS: UnixMs = 1_735_689_600_000;
+
+/// The range the README promises for an epoch: 1970-01-01 00:00:00 UTC to the last
+/// millisecond of 9999, after applying the offset.
+const MAX_EPOCH_MS: UnixMs = 253_402_300_799_999;
 
 /// Unix milliseconds of PostgreSQL's epoch, 2000-01-01 00:00:00 UTC.
 const PG_EPOCH_UNIX_MS: i64 = 946_684_800_000;
 
 /// Accepts `YYYY-MM-DD`, optionally followed by `T` or a space and `HH:MM[:SS[.fff]]`,
-/// optionally followed by `Z` or an offset `+HH`, `+HHMM` or `+HH:MM` (or `-`).
-/// Years 1970 to 9999. Fractions finer than a millisecond are refused, not rounded.
+/// optionally followed by `Z` or an offset `+HH`, `+HHMM` or `+HH:MM` (or `-`, at most
+/// 15:59). The result must lie from 1970-01-01 00:00:00 UTC through 9999-12-31 23:59:59.999
+/// UTC. Fractions finer than a millisecond are refused, not rounded.
 pub fn parse_epoch(text: &str) -> Result<UnixMs, String> {
     let s = text.trim();
-    let bad = || format!("\"{text}\" is not a timestamp like \"{DEFAULT_EPOCH}\"");
+    let bad = || {
+        format!(
+            "\"{text}\" is not a timestamp like \"{}\"",
+            DEFAULT_EPOCH.to_string_lossy()
+        )
+    };
     let b = s.as_bytes();
     let num = |from: usize, len: usize| -> Option<i64> {
         let part = b.get(from..from + len)?;
@@ -63,32 +73,40 @@ pub fn parse_epoch(text: &str) -> Result<UnixMs, String> {
             }
         }
     }
-    let offset_minutes = match &s[pos..] {
+    let offset_minutes = match s[pos..].trim_start() {
         "" | "Z" | "z" => 0,
-        rest => parse_offset(rest.trim_start()).ok_or_else(bad)?,
+        rest => parse_offset(rest).ok_or_else(bad)?,
     };
     let days = days_from_civil(year, month, day);
     let minutes = days * 1440 + hour * 60 + minute - offset_minutes;
-    Ok((minutes * 60 + second) * 1000 + milli)
+    let ms = (minutes * 60 + second) * 1000 + milli;
+    if !(0..=MAX_EPOCH_MS).contains(&ms) {
+        return Err(format!(
+            "\"{text}\" is outside the range of an epoch, 1970-01-01 00:00:00 UTC to \
+             9999-12-31 23:59:59.999 UTC"
+        ));
+    }
+    Ok(ms)
 }
 
-/// `+HH`, `+HHMM`, `+HH:MM` (or with `-`), in minutes east of UTC.
+/// Exactly `+HH`, `+HHMM` or `+HH:MM` (or with `-`), in minutes east of UTC.
 fn parse_offset(s: &str) -> Option<i64> {
-    let (sign, rest) = match s.as_bytes().first()? {
-        b'+' => (1, &s[1..]),
-        b'-' => (-1, &s[1..]),
+    let b = s.as_bytes();
+    let sign = match b.first()? {
+        b'+' => 1,
+        b'-' => -1,
         _ => return None,
     };
-    let digits: String = rest.chars().filter(|&c| c != ':').collect();
-    if !digits.bytes().all(|c| c.is_ascii_digit()) || rest.matches(':').count() > 1 {
-        return None;
-    }
-    let (h, m) = match digits.len() {
-        2 => (digits.parse::<i64>().ok()?, 0),
-        4 => (
-            digits[..2].parse::<i64>().ok()?,
-            digits[2..].parse::<i64>().ok()?,
-        ),
+    let two = |at: usize| -> Option<i64> {
+        let d = b.get(at..at + 2)?;
+        d.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| i64::from(d[0] - b'0') * 10 + i64::from(d[1] - b'0'))
+    };
+    let (h, m) = match b.len() {
+        3 => (two(1)?, 0),
+        5 => (two(1)?, two(3)?),
+        6 if b[3] == b':' => (two(1)?, two(4)?),
         _ => return None,
     };
     (h <= 15 && m < 60).then_some(sign * (h * 60 + m))
@@ -189,9 +207,17 @@ mod tests {
             Ok(1_288_834_974_657)
         );
         assert_eq!(parse_epoch("2024-02-29 12:00:00.5"), Ok(1_709_208_000_500));
-        assert_eq!(parse_epoch(DEFAULT_EPOCH), Ok(DEFAULT_EPOCH_MS));
-        assert_eq!(DEFAULT_EPOCH_C.to_str(), Ok(DEFAULT_EPOCH));
+        assert_eq!(
+            parse_epoch(DEFAULT_EPOCH.to_str().unwrap()),
+            Ok(DEFAULT_EPOCH_MS)
+        );
         assert_eq!(DEFAULT_EPOCH_MS, e2025);
+        assert_eq!(
+            parse_epoch("9999-12-31 23:59:59.999"),
+            Ok(MAX_EPOCH_MS),
+            "the last millisecond of 9999"
+        );
+        assert_eq!(parse_epoch("1970-01-01 01:00:00+01:00"), Ok(0));
     }
 
     #[test]
@@ -214,6 +240,18 @@ mod tests {
             "2025-01-01 00:00:00+16",
             "2025-01-01x",
             "١٢٣٤-01-01",
+            // Malformed offsets (found by a new user with ALTER SYSTEM).
+            "2025-01-01 00:00:00+:0100",
+            "2025-01-01 00:00:00+0:100",
+            "2025-01-01 00:00:00+01:",
+            "2025-01-01 00:00:00+01:0",
+            "2025-01-01 00:00:00+010",
+            "2025-01-01 00:00:00+01::00",
+            "2025-01-01 00:00:00+01:60",
+            // Inside 1970..9999 as written, outside once the offset is applied.
+            "1970-01-01 00:00:00+01",
+            "9999-12-31 23:59:59.999-15:59",
+            "9999-12-31 23:59:59.999-00:01",
         ] {
             assert!(parse_epoch(s).is_err(), "{s:?} should be refused");
         }
@@ -252,5 +290,163 @@ mod tests {
         for ms in [0, 1, 946_684_800_000, 1_735_689_600_123, 4_000_000_000_000] {
             assert_eq!(pg_timestamp_to_unix_ms(unix_ms_to_pg_timestamp(ms)), ms);
         }
+    }
+
+    /// A second parser for the same grammar, written differently (split on separators,
+    /// a month table instead of the civil-date algorithm), to check `parse_epoch` against.
+    fn reference(text: &str) -> Option<UnixMs> {
+        fn digits(s: &str, n: usize) -> Option<i64> {
+            (s.len() == n && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok())?
+        }
+        let s = text.trim();
+        if s.len() < 10 || !s.is_char_boundary(10) {
+            return None;
+        }
+        let (date, rest) = s.split_at(10);
+        let mut d = date.split('-');
+        let (y, mo, da) = (d.next()?, d.next()?, d.next()?);
+        let (y, mo, da) = (digits(y, 4)?, digits(mo, 2)?, digits(da, 2)?);
+        const DAYS: [i64; 12] = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+        let leap = |y: i64| y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+        if !(1970..=9999).contains(&y) || !(1..=12).contains(&mo) {
+            return None;
+        }
+        let month_len = DAYS[(mo - 1) as usize] + i64::from(mo == 2 && leap(y));
+        if !(1..=month_len).contains(&da) {
+            return None;
+        }
+        // Time: up to the first Z, z, +, - or space after it.
+        let (mut time, mut zone) = ("", rest);
+        if let Some(t) = rest.strip_prefix(['T', 't', ' ']) {
+            let end = t.find(['Z', 'z', '+', '-', ' ']).unwrap_or(t.len());
+            (time, zone) = t.split_at(end);
+            if time.is_empty() {
+                return None;
+            }
+        }
+        let (mut h, mut mi, mut sec, mut ms) = (0, 0, 0, 0);
+        if !time.is_empty() {
+            let (hms, frac) = match time.split_once('.') {
+                Some((a, f)) => (a, Some(f)),
+                None => (time, None),
+            };
+            let parts: Vec<&str> = hms.split(':').collect();
+            match parts[..] {
+                [a, b] if frac.is_none() => (h, mi) = (digits(a, 2)?, digits(b, 2)?),
+                [a, b, c] => (h, mi, sec) = (digits(a, 2)?, digits(b, 2)?, digits(c, 2)?),
+                _ => return None,
+            }
+            if let Some(f) = frac {
+                if f.is_empty() || f.len() > 3 {
+                    return None;
+                }
+                ms = digits(f, f.len())? * [100, 10, 1][f.len() - 1];
+            }
+            if h > 23 || mi > 59 || sec > 59 {
+                return None;
+            }
+        }
+        let zone = zone.trim_start();
+        let offset = match zone {
+            "" | "Z" | "z" => 0,
+            _ => {
+                let sign = match zone.as_bytes()[0] {
+                    b'+' => 1,
+                    b'-' => -1,
+                    _ => return None,
+                };
+                let body = &zone[1..];
+                let (oh, om) = match (body.len(), body.split_once(':')) {
+                    (2, None) => (digits(body, 2)?, 0),
+                    (4, None) => (digits(&body[..2], 2)?, digits(&body[2..], 2)?),
+                    (5, Some((a, b))) => (digits(a, 2)?, digits(b, 2)?),
+                    _ => return None,
+                };
+                if oh > 15 || om > 59 {
+                    return None;
+                }
+                sign * (oh * 60 + om)
+            }
+        };
+        let mut days = 0;
+        for year in 1970..y {
+            days += 365 + i64::from(leap(year));
+        }
+        for m in 1..mo {
+            days += DAYS[(m - 1) as usize] + i64::from(m == 2 && leap(y));
+        }
+        days += da - 1;
+        let total = ((days * 24 + h) * 60 + mi - offset) * 60_000 + sec * 1000 + ms;
+        (0..=MAX_EPOCH_MS).contains(&total).then_some(total)
+    }
+
+    /// Random timestamps in every accepted form, and mutations of them: `parse_epoch` agrees
+    /// with the reference on acceptance and on the value.
+    #[test]
+    fn parse_epoch_agrees_with_a_reference_parser() {
+        let mut rng = crate::testrng::Rng::new(99);
+        let pick = |rng: &mut crate::testrng::Rng, options: &[&str]| {
+            options[rng.below(options.len() as u64) as usize].to_string()
+        };
+        let mut accepted = 0;
+        for i in 0..60_000u64 {
+            // Mostly near the edges of the range and of each field.
+            let year = match rng.below(4) {
+                0 => 1970 + rng.below(2),
+                1 => 9998 + rng.below(2),
+                _ => 1970 + rng.below(8030),
+            };
+            let mut s = format!(
+                "{year:04}-{:02}-{:02}",
+                1 + rng.below(12),
+                1 + rng.below(31)
+            );
+            if rng.below(4) != 0 {
+                s += &pick(&mut rng, &["T", " ", "t"]);
+                s += &format!("{:02}:{:02}", rng.below(25), rng.below(61));
+                if rng.below(2) == 0 {
+                    s += &format!(":{:02}", rng.below(61));
+                    if rng.below(2) == 0 {
+                        let digits = 1 + rng.below(4) as usize;
+                        s += &format!(".{:0digits$}", rng.below(10u64.pow(digits as u32)));
+                    }
+                }
+            }
+            match rng.below(5) {
+                0 => {}
+                1 => s += &pick(&mut rng, &["Z", "z"]),
+                _ => {
+                    s += &pick(&mut rng, &["", " "]);
+                    s += &pick(&mut rng, &["+", "-"]);
+                    let (h, m) = (rng.below(17), rng.below(61));
+                    s += &match rng.below(3) {
+                        0 => format!("{h:02}"),
+                        1 => format!("{h:02}{m:02}"),
+                        _ => format!("{h:02}:{m:02}"),
+                    };
+                }
+            }
+            if i % 3 == 0 {
+                // Mutate: delete, insert or replace a character.
+                const ALPHABET: &[u8] = b"0123456789-:+ .TZ";
+                let mut b = s.into_bytes();
+                let at = rng.below(b.len() as u64 + 1) as usize;
+                let c = ALPHABET[rng.below(ALPHABET.len() as u64) as usize];
+                match rng.below(3) {
+                    0 if at < b.len() => {
+                        b.remove(at);
+                    }
+                    1 => b.insert(at, c),
+                    _ if at < b.len() => b[at] = c,
+                    _ => {}
+                }
+                s = String::from_utf8(b).unwrap();
+            }
+            let got = parse_epoch(&s).ok();
+            assert_eq!(got, reference(&s), "{s:?}");
+            accepted += usize::from(got.is_some());
+        }
+        // Both outcomes are exercised.
+        assert!((10_000..50_000).contains(&accepted), "{accepted} accepted");
     }
 }

@@ -208,10 +208,13 @@ pub const PRESETS: [Preset; 4] = [
     },
 ];
 
-/// Looks a preset up by name, ignoring ASCII case and surrounding blanks.
-pub fn preset(name: &str) -> Option<&'static Preset> {
-    let name = name.trim();
-    PRESETS.iter().find(|p| p.name.eq_ignore_ascii_case(name))
+/// Looks a preset up by name (bytes in the database's encoding), ignoring ASCII case and
+/// surrounding blanks.
+pub fn preset(name: &[u8]) -> Option<&'static Preset> {
+    let name = name.trim_ascii();
+    PRESETS
+        .iter()
+        .find(|p| p.name.as_bytes().eq_ignore_ascii_case(name))
 }
 
 /// The preset names, for an error message's hint.
@@ -333,7 +336,7 @@ mod tests {
     fn presets_decode_published_examples() {
         // Discord API reference example: 175928847299117063 was made 2016-04-30 11:18:25.796 UTC
         // by internal worker 1, process 0, increment 7.
-        let d = preset("Discord").unwrap().layout;
+        let d = preset(b"Discord").unwrap().layout;
         let p = d.decode(175_928_847_299_117_063).unwrap();
         assert_eq!(d.unix_ms(p), 1_462_015_105_796);
         assert_eq!((p.node, p.counter), (1 << 5, 7));
@@ -343,8 +346,8 @@ mod tests {
         for p in PRESETS {
             assert!(p.layout.total_bits() <= 64, "{}", p.name);
         }
-        assert!(preset(" PGEDGE ").is_some());
-        assert!(preset("sonyflake").is_none());
+        assert!(preset(b" PGEDGE ").is_some());
+        assert!(preset(b"sonyflake").is_none());
         assert_eq!(preset_names(), "twitter, discord, instagram, pgedge");
     }
 }

@@ -1,9 +1,8 @@
 //! The snowflake half: 64-bit time-ordered IDs.
 
-mod callsite;
 pub mod clock;
 pub mod epoch;
-pub mod generator;
 pub mod layout;
+pub mod sequence;
 mod sql;
 pub mod wallclock;

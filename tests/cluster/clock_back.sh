@@ -7,7 +7,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 db="$CLUSTER_ROOT/node"
-pg_init "$db" 55431 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 12"
+pg_init "$db" 55431 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 12" "gdid.authority = 12"
 pg_start "$db"
 pg_psql "$db" -d postgres -qc "CREATE EXTENSION snowflake_id"
 out="$CLUSTER_ROOT/out"

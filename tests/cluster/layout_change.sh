@@ -8,7 +8,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 db="$CLUSTER_ROOT/node"
-pg_init "$db" 55461 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 3"
+pg_init "$db" 55461 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 3" "gdid.authority = 3"
 conf="$db/data/postgresql.conf"
 pg_start "$db"
 pg_psql "$db" -d postgres -qc "CREATE EXTENSION snowflake_id"

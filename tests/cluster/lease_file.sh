@@ -6,7 +6,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 db="$CLUSTER_ROOT/node"
-pg_init "$db" 55481 "shared_preload_libraries = 'snowflake_id'"
+pg_init "$db" 55481 "shared_preload_libraries = 'snowflake_id'" "gdid.authority = 1"
 pg_start "$db"
 pg_psql "$db" -d postgres -qc "CREATE EXTENSION snowflake_id"
 before=$(pg_psql "$db" -d postgres -Atc "SELECT max(gdid_counter(g)) FROM gdid_next_block('shop', 'orders', 100) g")
@@ -28,6 +28,9 @@ fi
 grep -q 'FATAL:  could not read lease file "snowflake_id/leases": the record at byte .* is damaged' \
     "$db/server.log" || fail "no clear error in the server log"
 grep 'FATAL:  could not read lease file' "$db/server.log" | tail -n 1
+# Deleting the file would start every sequence afresh: the advice is to restore it.
+grep -A2 'FATAL:  could not read lease file' "$db/server.log" | grep -q 'HINT:  Restore the file from a backup of this data directory. Do not delete it' ||
+    fail "the hint does not say to restore the file"
 echo "ok: a damaged lease file stops the server"
 
 cp -p "$CLUSTER_ROOT/leases.good" "$leases"

@@ -8,6 +8,8 @@ SELECT pg_column_size(gdid(1293, 3, 57)) AS bytes;
 SELECT gdid(1293, 3, 57), gdid(1293, 3, 57)::text = '1293:3:57' AS reference;
 SELECT '  1293:3:57  '::gdid AS surrounding_space, '0:0:0'::gdid AS zero,
        '4294967295:15:1152921504606846975'::gdid AS largest;
+-- As in Azos GDID.TryParse, whitespace around each part is allowed.
+SELECT '31 : 2:  3123'::gdid AS azos_example, E'1\t:\t2:3\n'::gdid AS tabs;
 -- ...or 24 hex digits (era then id, big-endian), with or without 0x, in either case.
 SELECT '0x00000000100000000000004B'::gdid = gdid(0, 1, 75) AS reference,
        '0X00000000100000000000004b'::gdid = gdid(0, 1, 75) AS upper_prefix,
@@ -26,7 +28,9 @@ SELECT '1:2:3:4'::gdid;
 \echo :LAST_ERROR_SQLSTATE
 SELECT '+1:2:3'::gdid;
 \echo :LAST_ERROR_SQLSTATE
-SELECT '1: 2:3'::gdid;
+SELECT '1:2:3 1'::gdid;
+\echo :LAST_ERROR_SQLSTATE
+SELECT '1: :3'::gdid;
 \echo :LAST_ERROR_SQLSTATE
 SELECT ''::gdid;
 \echo :LAST_ERROR_SQLSTATE

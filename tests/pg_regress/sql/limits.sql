@@ -24,9 +24,10 @@ SELECT pg_reload_conf();
 SELECT pg_sleep(0.5);
 SHOW snowflake.max_clock_ahead;
 
--- snowflake.max_sequences is 32 in this test instance, shared with the four gdid sequences
--- of gdid_generate: the 29th snowflake name is refused, while
--- names that already exist keep working.
+-- snowflake.max_sequences is 39 in this test instance, shared with the four gdid sequences
+-- of gdid_generate and the seven sequences encodings made in other databases (slots count
+-- all databases together): the 29th snowflake name of this database is refused, while names
+-- that already exist keep working.
 SELECT count(*) AS sequences_so_far FROM snowflake_sequences;
 DO $$
 BEGIN

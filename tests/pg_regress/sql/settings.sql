@@ -1,8 +1,9 @@
--- Configuration. Layout settings are fixed at server start; the node number and the run-ahead
--- bound can be changed by a superuser with ALTER SYSTEM and a reload; nobody can change them
--- in a session.
+-- Configuration. The layout settings and the node number are fixed at server start; the
+-- run-ahead bound can be changed by a superuser with ALTER SYSTEM and a reload; gdid.authority
+-- by a superuser, even in a session. snowflake.node_id and gdid.authority have no default:
+-- -1 means "not set", and a generator refuses until they are (tests/cluster/bad_settings.sh).
 SELECT name, setting, unit, context, vartype, min_val, max_val, boot_val
-  FROM pg_settings WHERE name LIKE 'snowflake.%' ORDER BY name;
+  FROM pg_settings WHERE name LIKE 'snowflake.%' OR name LIKE 'gdid.%' ORDER BY name;
 
 -- Not in a session, not even a superuser's:
 SET snowflake.node_id = 3;
@@ -16,6 +17,12 @@ SET snowflake.epoch = '2020-01-01';
 ALTER SYSTEM SET snowflake.node_id = 1024;
 \echo :LAST_ERROR_SQLSTATE
 ALTER SYSTEM SET snowflake.node_id = -1;
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET snowflake.node_id = -2;
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET gdid.authority = 16;
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET gdid.authority = -1;
 \echo :LAST_ERROR_SQLSTATE
 ALTER SYSTEM SET snowflake.node_bits = 6;
 \echo :LAST_ERROR_SQLSTATE
@@ -33,6 +40,23 @@ ALTER SYSTEM SET snowflake.epoch = '2025-02-30';
 \echo :LAST_ERROR_SQLSTATE
 ALTER SYSTEM SET snowflake.epoch = '1969-12-31 23:59:59+00';
 \echo :LAST_ERROR_SQLSTATE
+-- Malformed offsets, and times that leave 1970 .. 9999 once the offset is applied.
+ALTER SYSTEM SET snowflake.epoch = '2025-01-01 00:00:00+:0100';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET snowflake.epoch = '2025-01-01 00:00:00+0:100';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET snowflake.epoch = '2025-01-01 00:00:00+01:';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET snowflake.epoch = '1970-01-01 00:00:00+01';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET snowflake.epoch = '9999-12-31 23:59:59.999-15:59';
+\echo :LAST_ERROR_SQLSTATE
+-- Names under the extension's prefixes are reserved: a misspelt one is an error, not a
+-- silently ignored placeholder.
+ALTER SYSTEM SET snowflake.nodeid = 3;
+\echo :LAST_ERROR_SQLSTATE
+SET gdid.authorty = 3;
+\echo :LAST_ERROR_SQLSTATE
 
 -- An ordinary user can neither change nor reload them.
 CREATE ROLE snowflake_user LOGIN;
@@ -47,14 +71,15 @@ SELECT pg_reload_conf();
 SELECT snowflake_node(snowflake_next('user_seq')) AS node;
 RESET ROLE;
 
--- A superuser changes the node number with a reload; new IDs carry it at once.
+-- The node number takes effect at the next start only, so that every backend of a server
+-- always stamps the same one: a reload leaves it, and says a restart is pending.
 ALTER SYSTEM SET snowflake.node_id = 1023;
 SELECT pg_reload_conf();
 SELECT pg_sleep(0.5);
-SHOW snowflake.node_id;
+SELECT setting, pending_restart FROM pg_settings WHERE name = 'snowflake.node_id';
 SELECT snowflake_node(snowflake_next('orders')) AS node;
 ALTER SYSTEM RESET snowflake.node_id;
 SELECT pg_reload_conf();
 SELECT pg_sleep(0.5);
-SHOW snowflake.node_id;
+SELECT setting, pending_restart FROM pg_settings WHERE name = 'snowflake.node_id';
 DROP ROLE snowflake_user;
