@@ -22,6 +22,7 @@ fuzz:            ## the gdid parsers under mutated input for FUZZ_SECONDS (defau
 install:         ## build and install into Debian's PostgreSQL 15
 	bash scripts/setup.sh && bash scripts/install.sh
 
-lint:            ## formatting and clippy (PostgreSQL 15 and 18 builds), as the code habits require
+lint:            ## formatting, clippy (PostgreSQL 15 and 18 builds), module layering, as the code habits require
 	cargo fmt --check && cargo clippy --release --all-targets -- -D warnings && \
-	cargo clippy --release --lib --no-default-features --features pg18 -- -D warnings
+	cargo clippy --release --lib --no-default-features --features pg18 -- -D warnings && \
+	python3 scripts/check_layers.py

@@ -11,7 +11,8 @@
 //! [`crate::dbtext::DbText`] keep their bytes. pgrx's own reporting re-encodes every message
 //! as UTF-8 (with replacement characters), which garbles them in LATIN1 or EUC_JP databases,
 //! so errors of this extension do not go through it. Errors that PostgreSQL raises inside a
-//! pgrx call (a cancel request, out of memory) are still reported by pgrx.
+//! pgrx call (a cancel request, out of memory) reach the boundary as pgrx's panics and are
+//! raised again from their fields, without the Rust backtrace pgrx would attach.
 //!
 //! Input functions report softly where the caller asks (PostgreSQL 16+: `pg_input_is_valid`,
 //! `COPY ... ON_ERROR`), through PostgreSQL's own `errsave` machinery: [`PgError::save`].
@@ -64,16 +65,18 @@ impl PgError {
         self
     }
 
-    /// Raises it as an ERROR: unwinds to the entry point's [`boundary`].
+    /// Raises it as an ERROR: unwinds to the entry point's [`boundary`]. (`resume_unwind`,
+    /// not `panic_any`: an error is not a bug, so the panic hook, which pgrx has capture a
+    /// backtrace, stays out of it.)
     pub fn raise(self) -> ! {
-        std::panic::panic_any(self)
+        resume_unwind(Box::new(self))
     }
 
     /// Raises it as a FATAL: for the postmaster at start-up and the startup process, where
     /// an ERROR has nowhere to go.
     pub fn fatal(mut self) -> ! {
         self.level = Level::Fatal;
-        std::panic::panic_any(self)
+        resume_unwind(Box::new(self))
     }
 
     /// Writes it to the server log as a WARNING (or LOG) and carries on.
@@ -181,8 +184,10 @@ unsafe extern "C-unwind" {
 }
 
 /// Runs the body of an entry point that PostgreSQL calls, and turns whatever escapes it into
-/// a PostgreSQL error: a [`PgError`] as itself, anything pgrx knows (an error PostgreSQL
-/// raised inside a pgrx call, a Rust panic) as pgrx reports it. Never unwinds into PostgreSQL.
+/// a PostgreSQL error: a [`PgError`] as itself; an error PostgreSQL raised inside a pgrx call
+/// (a cancel request, out of memory), which pgrx turned into a panic, as PostgreSQL raised
+/// it; a Rust panic (a bug) as an internal error. Never unwinds into PostgreSQL, and never
+/// shows a Rust backtrace, whatever RUST_BACKTRACE says.
 ///
 /// # Safety
 /// Only for the outermost frame of a function PostgreSQL calls: the frames below it are
@@ -201,19 +206,51 @@ pub unsafe fn boundary<R>(body: impl FnOnce() -> R) -> R {
 #[cold]
 #[inline(never)]
 unsafe fn throw(payload: Box<dyn std::any::Any + Send>) -> ! {
-    match payload.downcast::<PgError>() {
-        Ok(e) => {
-            let level = match e.level {
-                Level::Error => PgLogLevel::ERROR,
-                Level::Fatal => PgLogLevel::FATAL,
-            } as c_int;
-            // SAFETY: called from `boundary` with every frame of the body unwound.
-            unsafe { e.emit(level) };
-            unreachable!("errfinish does not return at ERROR and above")
-        }
-        // SAFETY: pgrx reports what it caught and jumps to PostgreSQL's handler; `boundary`
-        // is the outermost Rust frame.
-        Err(other) => unsafe { pg_sys::panic::pgrx_extern_c_guard(move || resume_unwind(other)) },
+    let e = into_error(payload);
+    let level = match e.level {
+        Level::Error => PgLogLevel::ERROR,
+        Level::Fatal => PgLogLevel::FATAL,
+    } as c_int;
+    // SAFETY: called from `boundary` with every frame of the body unwound.
+    unsafe { e.emit(level) };
+    unreachable!("errfinish does not return at ERROR and above")
+}
+
+/// What a panic payload says, as an error.
+fn into_error(payload: Box<dyn std::any::Any + Send>) -> PgError {
+    use pg_sys::panic::CaughtError;
+    let payload = match payload.downcast::<PgError>() {
+        Ok(e) => return *e,
+        Err(other) => other,
+    };
+    let internal = |what: &str| {
+        error(
+            Code::ERRCODE_INTERNAL_ERROR,
+            "internal error in snowflake_id",
+        )
+        .detail(what.to_owned())
+        .hint("This is a bug; please report it with the statement that raised it.")
+    };
+    match payload.downcast::<CaughtError>() {
+        Ok(caught) => match *caught {
+            CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => PgError {
+                level: if r.level() >= PgLogLevel::FATAL {
+                    Level::Fatal
+                } else {
+                    Level::Error
+                },
+                code: r.sql_error_code(),
+                message: r.message().to_owned(),
+                detail: r.detail().map(str::to_owned),
+                hint: r.hint().map(str::to_owned),
+            },
+            CaughtError::RustPanic { ereport, .. } => internal(ereport.message()),
+        },
+        Err(other) => match (other.downcast_ref::<&str>(), other.downcast_ref::<String>()) {
+            (Some(s), _) => internal(s),
+            (_, Some(s)) => internal(s),
+            _ => internal("a panic without a message"),
+        },
     }
 }
 

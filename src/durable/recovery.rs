@@ -18,8 +18,8 @@ use std::sync::{Mutex, OnceLock};
 use super::record::{Lease, LeaseRecord};
 use super::store::{Damaged, Loaded, Store};
 use super::wal;
-use crate::errors::{error, Code};
 use crate::dbtext;
+use crate::errors::{error, Code};
 use crate::registry::{OwnedKey, Registry, Slot};
 use crate::sequence_id::SequenceId;
 
@@ -144,7 +144,11 @@ pub fn load_at_startup(registry: &Registry<'static>) {
     let loaded = store.load().unwrap_or_else(|e| {
         error(
             Code::ERRCODE_IO_ERROR,
-            format!("could not read lease file \"{}\": {e}", path.display()),
+            format!(
+                "could not read lease file \"{}\": {}",
+                path.display(),
+                os_error(&e)
+            ),
         )
         .fatal()
     });
@@ -193,7 +197,11 @@ pub fn load_at_startup(registry: &Registry<'static>) {
     if let Err(e) = store.rewrite(&done.rewrite) {
         error(
             Code::ERRCODE_IO_ERROR,
-            format!("could not write lease file \"{}\": {e}", path.display()),
+            format!(
+                "could not write lease file \"{}\": {}",
+                path.display(),
+                os_error(&e)
+            ),
         )
         .fatal();
     }
@@ -203,7 +211,11 @@ pub fn load_at_startup(registry: &Registry<'static>) {
 /// database encoding: names are shown as UTF-8 where they are.
 fn describe(key: &OwnedKey) -> String {
     match SequenceId::from_key(key.key()) {
-        Some(id) => format!(" ({} of database {})", dbtext::to_lossy(&id.to_string()), key.db),
+        Some(id) => format!(
+            " ({} of database {})",
+            dbtext::to_lossy(&id.to_string()),
+            key.db
+        ),
         None => format!(" ({} sequence of database {})", key.kind, key.db),
     }
 }
@@ -271,6 +283,16 @@ fn end_of_recovery() {
     }
 }
 
+/// An I/O error as PostgreSQL words one (`%m`): the system's message, without Rust's
+/// " (os error N)".
+fn os_error(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error ") {
+        Some(at) => text[..at].to_owned(),
+        None => text,
+    }
+}
+
 /// The record of slot `idx`, on disk (fsync), or an ERROR (58030).
 pub fn write_record(idx: usize, record: &LeaseRecord) {
     let store = Store::in_data_dir();
@@ -278,8 +300,9 @@ pub fn write_record(idx: usize, record: &LeaseRecord) {
         error(
             Code::ERRCODE_IO_ERROR,
             format!(
-                "could not write lease file \"{}\": {e}",
-                store.path().display()
+                "could not write lease file \"{}\": {}",
+                store.path().display(),
+                os_error(&e)
             ),
         )
         .raise();

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Checks the shape of src/: modules marked PURE import nothing of pgrx, and no two modules
+import each other, directly or through others (dependencies run one way, README "Layout of
+the source"). Run by `make lint`."""
+import collections
+import os
+import re
+import sys
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "src")
+
+
+def module_name(path):
+    rel = os.path.relpath(path, ROOT)[:-3].replace(os.sep, "::")
+    if rel == "lib":
+        return "crate"
+    return rel[: -len("::mod")] if rel.endswith("::mod") else rel
+
+
+def code_of(text):
+    """The module's code without comments, string literals and test modules."""
+    text = re.sub(r"//[^\n]*", "", text)
+    text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
+    return re.split(r"#\[cfg\(test\)\]\s*(?:pub(?:\(crate\))?\s+)?mod\s+\w+\s*\{", text)[0]
+
+
+sources = {}
+for root, _, files in os.walk(ROOT):
+    for f in files:
+        if f.endswith(".rs"):
+            path = os.path.join(root, f)
+            sources[module_name(path)] = open(path, encoding="utf-8").read()
+
+
+def resolve(module, path):
+    parts = path.split("::")
+    if parts[0] == "crate":
+        parts = parts[1:]
+    elif parts[0] in ("super", "self"):
+        base = module.split("::")
+        if parts[0] == "self":
+            parts = parts[1:]
+        while parts and parts[0] == "super":
+            base, parts = base[:-1], parts[1:]
+        parts = base + parts
+    else:
+        return None
+    for i in range(len(parts), 0, -1):
+        candidate = "::".join(parts[:i])
+        if candidate in sources:
+            return candidate
+    return None
+
+
+graph = collections.defaultdict(set)
+problems = []
+for module, text in sources.items():
+    code = code_of(text)
+    if re.search(r"^//!.*\bPURE\b", text, re.M) and re.search(r"\bpgrx\b", code):
+        problems.append(f"{module} is marked PURE but uses pgrx")
+    for base, group in re.findall(r"\buse\s+((?:crate|super|self)(?:::\w+)*)(?:::\{([^;]*)\})?", code):
+        items = [base] if not group else [f"{base}::{g.strip().split(' ')[0].strip('{}')}" for g in re.split(r"[,{}]", group) if g.strip()]
+        for item in items:
+            target = resolve(module, item.replace("::self", ""))
+            if target and target != module and not module.startswith(target + "::") and target != "crate":
+                graph[module].add(target)
+    for path in re.findall(r"\b(crate::\w+(?:::\w+)*|super::\w+(?:::\w+)*)", code):
+        target = resolve(module, path)
+        if target and target != module and not module.startswith(target + "::") and target != "crate":
+            graph[module].add(target)
+
+state = {}
+
+
+def visit(node, stack):
+    state[node] = "open"
+    for nxt in sorted(graph[node]):
+        if state.get(nxt) == "open":
+            problems.append("import cycle: " + " -> ".join(stack[stack.index(nxt):] + [nxt]))
+        elif nxt not in state:
+            visit(nxt, stack + [nxt])
+    state[node] = "done"
+
+
+for node in sorted(sources):
+    if node not in state:
+        visit(node, [node])
+
+for p in problems:
+    print(p, file=sys.stderr)
+print(f"check_layers: {len(sources)} modules, {sum(len(v) for v in graph.values())} imports, "
+      f"{len(problems)} problem(s)")
+sys.exit(1 if problems else 0)

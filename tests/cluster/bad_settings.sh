@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Settings a server was not given are never used. PostgreSQL itself would start with only a
+# WARNING and the default for an invalid value of an extension's setting in postgresql.conf,
+# and drop a misspelt name the same way; then every ID would carry node 0 and every gdid
+# authority 0, colliding silently with the real node 0. Here each such configuration stops
+# the server at start with a FATAL that names the setting; a configuration without a node
+# number or authority starts, but the generators refuse until they are set.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+db="$CLUSTER_ROOT/node"
+pg_init "$db" 55491 "shared_preload_libraries = 'snowflake_id'" "include_if_exists = 'case.conf'"
+case_conf="$db/data/case.conf"
+
+# refuses "SETTING LINES" "EXPECTED FATAL": the server does not start and says why.
+refuses() {
+    printf '%s\n' "$1" >"$case_conf"
+    chown postgres: "$case_conf"
+    rm -f "$db/server.log"
+    if pg_start "$db" >/dev/null 2>&1; then
+        pg_stop "$db"
+        fail "the server started with: $1"
+    fi
+    grep -qF "FATAL:  $2" "$db/server.log" || { cat "$db/server.log"; fail "no FATAL \"$2\" for: $1"; }
+    echo "refused to start with $(echo "$1" | tr '\n' ' '): $(grep -m1 'FATAL:' "$db/server.log" | sed 's/.*FATAL:  //')"
+    grep -m1 -A2 'FATAL:' "$db/server.log" | grep 'DETAIL:' | sed 's/^.*DETAIL:  /    /' || true
+}
+
+refuses $'snowflake.node_bits = 7\nsnowflake.node_id = 500' \
+    'invalid value for parameter "snowflake.node_id": "500"'
+refuses 'snowflake.node_id = -1' 'invalid value for parameter "snowflake.node_id": "-1"'
+refuses 'snowflake.node_id = one' 'invalid value for parameter "snowflake.node_id": "one"'
+refuses 'snowflake.node_bits = 14' 'invalid value for parameter "snowflake.node_bits": "14"'
+refuses 'gdid.authority = 16' 'invalid value for parameter "gdid.authority": "16"'
+refuses "snowflake.epoch = '2026-13-01'" 'invalid value for parameter "snowflake.epoch": "2026-13-01"'
+refuses "snowflake.epoch = '1970-01-01 00:00:00+01'" \
+    'invalid value for parameter "snowflake.epoch": "1970-01-01 00:00:00+01"'
+refuses "snowflake.max_clock_ahead = '2h'" 'invalid value for parameter "snowflake.max_clock_ahead": "2h"'
+refuses 'snowflake.max_sequences = 0' 'invalid value for parameter "snowflake.max_sequences": "0"'
+refuses 'snowflake.nodeid = 3' 'unrecognized configuration parameter "snowflake.nodeid"'
+refuses 'gdid.authorty = 3' 'unrecognized configuration parameter "gdid.authorty"'
+
+# Neither a node number nor an authority: the server starts (the gdid type and the decoders
+# need neither), and the generators say what is missing.
+: >"$case_conf"
+pg_start "$db"
+pg_psql "$db" -d postgres -qc "CREATE EXTENSION snowflake_id"
+for sql in "SELECT snowflake_next('orders')" "SELECT * FROM snowflake_next_batch('orders', 2)" \
+    "SELECT gdid_next('shop', 'orders')" "SELECT * FROM gdid_next_block('shop', 'orders', 2)"; do
+    msg=$(pg_psql "$db" -d postgres -v VERBOSITY=verbose -Atc "$sql" 2>&1) && fail "$sql generated: $msg"
+    echo "$msg" | grep -Eq 'ERROR:  55000: (snowflake.node_id|gdid.authority) is not set' ||
+        fail "unexpected: $msg"
+    echo "refused: $sql: $(echo "$msg" | head -n 1)"
+done
+expect "$db" "SELECT snowflake_node(4194304::bigint * 1000 + 4096 * 7)" "7"
+expect "$db" "SELECT gdid(1, 2, 3)::text" "1:2:3"
+# The authority can be set for a session by a superuser; the node number only at start.
+expect "$db" "SELECT gdid_authority(gdid_next('shop', 'orders')) FROM (SELECT set_config('gdid.authority', '9', false)) s" "9"
+pg_stop "$db"
+
+printf '%s\n' 'snowflake.node_id = 17' 'gdid.authority = 3' >"$case_conf"
+pg_start "$db"
+expect "$db" "SELECT snowflake_node(snowflake_next('orders'))" "17"
+expect "$db" "SELECT gdid_authority(gdid_next('shop', 'orders'))" "3"
+echo "bad_settings: ok"
