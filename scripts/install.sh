@@ -9,4 +9,8 @@ major=$("$PG_CONFIG" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')
 mkdir -p .build
 cargo pgrx install --release --pg-config "$PG_CONFIG" >".build/install-$major.log" 2>&1 ||
     { tail -n 40 ".build/install-$major.log"; exit 1; }
-echo "install: snowflake_id installed into $("$PG_CONFIG" --pkglibdir) (PostgreSQL $major)"
+# cargo pgrx install writes the current version's install script and copies the upgrade
+# scripts of sql/; the install scripts of earlier releases, which keep them installable
+# (CREATE EXTENSION snowflake_id VERSION '0.1.0'), are ours to copy.
+cp sql/snowflake_id--*.sql "$("$PG_CONFIG" --sharedir)/extension/"
+echo "install: snowflake_id $(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml) installed into $("$PG_CONFIG" --pkglibdir) (PostgreSQL $major)"

@@ -25,6 +25,7 @@ static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(UNSET);
 static NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_NODE_BITS as i32);
 static EPOCH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(DEFAULT_EPOCH));
 pub static MAX_SEQUENCES: GucSetting<i32> = GucSetting::<i32>::new(128);
+static MAX_SEQUENCES_PER_DATABASE: GucSetting<i32> = GucSetting::<i32>::new(64);
 static MAX_CLOCK_AHEAD_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 static GDID_AUTHORITY: GucSetting<i32> = GucSetting::<i32>::new(UNSET);
 
@@ -134,6 +135,19 @@ pub fn register() {
         GucFlags::default(),
     );
     refuse_invalid_int(&max_sequences_given, 1, 1 << 20, 0);
+
+    let per_database_given = given(c"snowflake.max_sequences_per_database");
+    GucRegistry::define_int_guc(
+        c"snowflake.max_sequences_per_database",
+        c"How many of the named sequences one database may create.",
+        c"Keeps the roles of one database from taking every slot of the server.",
+        &MAX_SEQUENCES_PER_DATABASE,
+        1,
+        1 << 20,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    refuse_invalid_int(&per_database_given, 1, 1 << 20, 0);
 
     let max_clock_ahead_given = given(c"snowflake.max_clock_ahead");
     GucRegistry::define_int_guc(
@@ -246,7 +260,8 @@ fn refuse_unknown_names() {
             )
             .detail(
                 "snowflake_id defines snowflake.node_id, snowflake.node_bits, snowflake.epoch, \
-                 snowflake.max_sequences, snowflake.max_clock_ahead and gdid.authority.",
+                 snowflake.max_sequences, snowflake.max_sequences_per_database, \
+                 snowflake.max_clock_ahead and gdid.authority.",
             )
             .hint("Correct or remove it in postgresql.conf and start the server again.")
             .fatal();
@@ -290,6 +305,10 @@ pub fn max_clock_ahead_ms() -> u64 {
     // SAFETY: a backend has one thread, and PostgreSQL writes the variable only between
     // statements (when it processes a reload). The GUC's range is 1 .. 3600000.
     unsafe { *MAX_CLOCK_AHEAD_MS.as_ptr() as u64 }
+}
+
+pub fn max_sequences_per_database() -> usize {
+    MAX_SEQUENCES_PER_DATABASE.get() as usize
 }
 
 /// `gdid.authority`, if it is set.

@@ -15,9 +15,12 @@ pub mod sequence_id;
 pub mod snowflake;
 
 mod callsite;
+mod compat;
+mod dropdb;
 mod errors;
 mod fmgr;
 mod guc;
+mod seed;
 mod sequences;
 mod shmem;
 
@@ -47,6 +50,7 @@ pub extern "C" fn _PG_init() {
             guc::register();
             shmem::install_hooks(durable::recovery::load_at_startup);
             durable::recovery::register(sequences::KINDS);
+            dropdb::install_hook();
         })
     }
 }

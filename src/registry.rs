@@ -3,9 +3,12 @@
 //!
 //! PURE: no pgrx here; the tests run it on a `Vec` from several threads.
 //!
-//! Slots are only ever added, never removed, so a probe can stop at the first free slot:
-//! a key is always stored at or before the first slot that was free when it was inserted.
-//! An all-zero slot is a free slot, so zeroed shared memory is a valid empty table.
+//! Slots are only ever added while the server runs, never freed: a dropped sequence's slot
+//! becomes DROPPED, which probes pass over like a slot of another key, and is free again only
+//! when the table is rebuilt at the next start. So a probe can stop at the first free slot: a
+//! key is always stored at or before the first slot that was free when it was inserted, and a
+//! slot a backend holds always belongs to the key it looked up. An all-zero slot is a free
+//! slot, so zeroed shared memory is a valid empty table.
 //! Both generators share the table: a snowflake sequence and a gdid sequence never collide
 //! because the kind is part of the key.
 //!
@@ -14,7 +17,7 @@
 //! slot's own kind: gdid code cannot read a snowflake slot by mistake.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// Longest key name: a gdid key is `scope NUL sequence`, each at most
 /// [`crate::sequence_id::MAX_NAME_LEN`] bytes.
@@ -23,6 +26,7 @@ pub const MAX_KEY_LEN: usize = 127;
 const FREE: u32 = 0;
 const CLAIMING: u32 = 1;
 const READY: u32 = 2;
+const DROPPED: u32 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
@@ -132,6 +136,10 @@ pub struct Slot {
     /// Written only by the backend that moved `status` from FREE to CLAIMING, read only
     /// after `status` is READY (release/acquire), never written again.
     meta: UnsafeCell<Meta>,
+    /// Whether the sequence has been brought above the values already stored in the columns
+    /// that take their defaults from it (see `seed`): one this server learnt from its lease
+    /// file or its WAL needs nothing, one it meets for the first time does.
+    seeded: AtomicBool,
     state: StateWords,
 }
 
@@ -150,6 +158,7 @@ impl Default for Slot {
                 name: [0; MAX_KEY_LEN],
                 created_with: CreationLayout::default(),
             }),
+            seeded: AtomicBool::new(false),
             state: StateWords::default(),
         }
     }
@@ -160,8 +169,16 @@ impl Slot {
         self.status.load(Ordering::Acquire) == READY
     }
 
+    /// Whether the sequence was dropped: its name now leads to another slot (or none).
+    pub fn is_dropped(&self) -> bool {
+        self.status.load(Ordering::Acquire) == DROPPED
+    }
+
     fn meta(&self) -> &Meta {
-        debug_assert!(self.is_ready());
+        debug_assert!(matches!(
+            self.status.load(Ordering::Acquire),
+            READY | DROPPED
+        ));
         // SAFETY: the slot is READY (acquire), so `meta` was fully written and is immutable.
         unsafe { &*self.meta.get() }
     }
@@ -185,14 +202,27 @@ impl Slot {
         self.meta().created_with
     }
 
-    /// The slot's state words as `S`, if the slot holds a sequence of `S`'s kind.
+    pub fn is_seeded(&self) -> bool {
+        self.seeded.load(Ordering::Acquire)
+    }
+
+    /// Records that the sequence is above the stored values. Backends that find it unseeded
+    /// at the same time each seed it: seeding only ever raises a sequence, so doing it twice
+    /// is harmless, and no backend waits for another (whose seeding query may wait for a
+    /// lock the first one holds).
+    pub fn mark_seeded(&self) {
+        self.seeded.store(true, Ordering::Release);
+    }
+
+    /// The slot's state words as `S`, if the slot holds a sequence of `S`'s kind that was
+    /// not dropped.
     #[inline]
     pub fn state<S: SlotState>(&self) -> Option<&S> {
         const {
             assert!(std::mem::size_of::<S>() <= STATE_SIZE);
             assert!(std::mem::align_of::<S>() <= 64);
         }
-        if self.meta().kind != S::KIND as u8 {
+        if !self.is_ready() || self.meta().kind != S::KIND as u8 {
             return None;
         }
         // SAFETY: StateWords is STATE_SIZE bytes of atomics aligned to 64; S fits in it (checked
@@ -219,13 +249,34 @@ impl<'a> Registry<'a> {
         self.slots.len()
     }
 
+    /// The slot of `key`, if the sequence exists.
+    pub fn find(&self, key: Key<'_>) -> Option<usize> {
+        let cap = self.slots.len();
+        let start = (hash(&key) % cap as u64) as usize;
+        for step in 0..cap {
+            let idx = (start + step) % cap;
+            let slot = &self.slots[idx];
+            loop {
+                match slot.status.load(Ordering::Acquire) {
+                    READY if slot.key() == key => return Some(idx),
+                    READY | DROPPED => break,
+                    FREE => return None,
+                    // Another backend is writing a key: a handful of stores.
+                    _ => std::hint::spin_loop(),
+                }
+            }
+        }
+        None
+    }
+
     /// The slot of `key`, claiming a free one if the sequence is new; a new slot records
-    /// `created_with`, an existing one keeps what it has. The key name must be at most
-    /// [`MAX_KEY_LEN`] bytes.
+    /// `created_with` and whether it is `seeded` already (see [`Slot::is_seeded`]), an existing one keeps
+    /// what it has. The key name must be at most [`MAX_KEY_LEN`] bytes.
     pub fn find_or_insert(
         &self,
         key: Key<'_>,
         created_with: CreationLayout,
+        seeded: bool,
     ) -> Result<usize, Full> {
         debug_assert!(!key.name.is_empty() && key.name.len() <= MAX_KEY_LEN);
         let cap = self.slots.len();
@@ -236,7 +287,7 @@ impl<'a> Registry<'a> {
             loop {
                 match slot.status.load(Ordering::Acquire) {
                     READY if slot.key() == key => return Ok(idx),
-                    READY => break,
+                    READY | DROPPED => break,
                     FREE => {
                         if slot
                             .status
@@ -251,6 +302,7 @@ impl<'a> Registry<'a> {
                             m.len = key.name.len() as u8;
                             m.name[..key.name.len()].copy_from_slice(key.name);
                             m.created_with = created_with;
+                            slot.seeded.store(seeded, Ordering::Relaxed);
                             slot.status.store(READY, Ordering::Release);
                             return Ok(idx);
                         }
@@ -271,6 +323,27 @@ impl<'a> Registry<'a> {
     /// As [`Registry::slot`], for callers that must not panic.
     pub fn get(&self, idx: usize) -> Option<&'a Slot> {
         self.slots.get(idx)
+    }
+
+    /// Drops the sequence in slot `idx`: lookups no longer find it, and its slot is free again
+    /// at the next start. False if it was not there (dropped already).
+    pub fn drop_slot(&self, idx: usize) -> bool {
+        self.slots[idx]
+            .status
+            .compare_exchange(READY, DROPPED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// How many sequences of database `db` (of either kind) hold a slot, dropped ones too,
+    /// since they keep it until the next start.
+    pub fn count_in_database(&self, db: u32) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| {
+                matches!(s.status.load(Ordering::Acquire), READY | DROPPED)
+                    && s.db.load(Ordering::Relaxed) == db
+            })
+            .count()
     }
 
     /// Every sequence of `kind` in `db`, with its slot index, in slot order.
@@ -339,15 +412,17 @@ pub(crate) mod tests {
     fn same_key_same_slot_other_db_other_slot() {
         let slots = table(8);
         let r = Registry::new(&slots);
-        let a = r.find_or_insert(sf(1, b"orders"), LAYOUT).unwrap();
-        assert_eq!(r.find_or_insert(sf(1, b"orders"), LAYOUT), Ok(a));
-        let b = r.find_or_insert(sf(2, b"orders"), LAYOUT).unwrap();
+        let a = r.find_or_insert(sf(1, b"orders"), LAYOUT, true).unwrap();
+        assert_eq!(r.find_or_insert(sf(1, b"orders"), LAYOUT, true), Ok(a));
+        let b = r.find_or_insert(sf(2, b"orders"), LAYOUT, true).unwrap();
         assert_ne!(a, b);
         let g = Key {
             kind: Kind::Gdid,
             ..sf(1, b"orders")
         };
-        let c = r.find_or_insert(g, CreationLayout::default()).unwrap();
+        let c = r
+            .find_or_insert(g, CreationLayout::default(), true)
+            .unwrap();
         assert!(c != a && c != b);
         assert_eq!(r.slot(a).key().name, b"orders");
         assert_eq!(r.slot(a).created_with(), LAYOUT);
@@ -361,7 +436,7 @@ pub(crate) mod tests {
     fn state_words_are_handed_out_only_as_the_slots_own_kind() {
         let slots = table(4);
         let r = Registry::new(&slots);
-        let s = r.slot(r.find_or_insert(sf(1, b"s"), LAYOUT).unwrap());
+        let s = r.slot(r.find_or_insert(sf(1, b"s"), LAYOUT, true).unwrap());
         let g = r.slot(
             r.find_or_insert(
                 Key {
@@ -369,6 +444,7 @@ pub(crate) mod tests {
                     ..sf(1, b"g")
                 },
                 CreationLayout::default(),
+                true,
             )
             .unwrap(),
         );
@@ -391,14 +467,49 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_dropped_sequence_keeps_its_slot_and_its_name_gets_a_new_one() {
+        let slots = table(4);
+        let r = Registry::new(&slots);
+        let a = r.find_or_insert(sf(1, b"a"), LAYOUT, false).unwrap();
+        assert!(!r.slot(a).is_seeded());
+        assert!(r.slot(a).state::<SnowflakeWords>().is_some());
+        assert!(r.drop_slot(a));
+        assert!(!r.drop_slot(a));
+        assert!(r.slot(a).is_dropped());
+        assert!(r.slot(a).state::<SnowflakeWords>().is_none());
+        assert_eq!(r.find(sf(1, b"a")), None);
+        let again = r.find_or_insert(sf(1, b"a"), LAYOUT, false).unwrap();
+        assert_ne!(again, a);
+        assert_eq!(r.find(sf(1, b"a")), Some(again));
+        assert_eq!(
+            r.count_in_database(1),
+            2,
+            "the dropped slot is taken until restart"
+        );
+        assert_eq!(r.count_in_database(2), 0);
+    }
+
+    #[test]
+    fn new_names_start_unseeded_and_known_ones_seeded() {
+        let slots = table(2);
+        let r = Registry::new(&slots);
+        let s = r.slot(r.find_or_insert(sf(1, b"a"), LAYOUT, false).unwrap());
+        assert!(!s.is_seeded());
+        s.mark_seeded();
+        assert!(s.is_seeded());
+        let known = r.slot(r.find_or_insert(sf(1, b"b"), LAYOUT, true).unwrap());
+        assert!(known.is_seeded());
+    }
+
+    #[test]
     fn full_table_is_reported_but_existing_names_still_resolve() {
         let slots = table(3);
         let r = Registry::new(&slots);
         for name in [b"a", b"b", b"c"] {
-            r.find_or_insert(sf(7, name), LAYOUT).unwrap();
+            r.find_or_insert(sf(7, name), LAYOUT, true).unwrap();
         }
-        assert_eq!(r.find_or_insert(sf(7, b"d"), LAYOUT), Err(Full));
-        assert!(r.find_or_insert(sf(7, b"b"), LAYOUT).is_ok());
+        assert_eq!(r.find_or_insert(sf(7, b"d"), LAYOUT, true), Err(Full));
+        assert!(r.find_or_insert(sf(7, b"b"), LAYOUT, true).is_ok());
     }
 
     #[test]
@@ -431,7 +542,8 @@ pub(crate) mod tests {
                         (0..48)
                             .map(|i| {
                                 let name = format!("seq{i}");
-                                r.find_or_insert(sf(1, name.as_bytes()), LAYOUT).unwrap()
+                                r.find_or_insert(sf(1, name.as_bytes()), LAYOUT, true)
+                                    .unwrap()
                             })
                             .collect::<Vec<_>>()
                     })

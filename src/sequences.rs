@@ -5,17 +5,20 @@
 use pgrx::pg_sys;
 
 use crate::dbtext::DbText;
-use crate::durable::record::Lease;
-use crate::durable::recovery::Kinds;
+use crate::durable::lease::LeaseLock;
+use crate::durable::record::{Lease, LeaseRecord};
+use crate::durable::recovery::{self, Kinds};
 use crate::errors::{error, not_preloaded, Code};
 use crate::gdid::sequence::GdidSeq;
+use crate::gdid::value::Gdid;
 use crate::guc::{self, Server};
-use crate::registry::{CreationLayout, Key, Registry, Slot};
+use crate::registry::{CreationLayout, Key, Kind, Registry, Slot};
 use crate::sequence_id::{NameError, SequenceId, SequenceName, MAX_NAME_LEN};
-use crate::shmem;
 use crate::snowflake::epoch::format_utc;
 use crate::snowflake::layout::Layout;
 use crate::snowflake::sequence::{creation_layout, SnowflakeSeq};
+use crate::snowflake::wallclock;
+use crate::{seed, shmem};
 
 pub fn current_db() -> u32 {
     // SAFETY: MyDatabaseId is set for the life of a backend connected to a database.
@@ -118,7 +121,8 @@ fn check_or_raise(name: &SequenceName<'_>) {
 }
 
 /// The slot of sequence `name` in the current database, claimed with `created_with` if it is
-/// new; raises the naming errors and the table-full error.
+/// new; raises the naming errors and the limit errors. New names are created under the lease
+/// lock, so that the per-database limit holds exactly; finding an existing one takes no lock.
 fn find_or_create(
     registry: &Registry<'static>,
     name: SequenceName<'_>,
@@ -126,15 +130,39 @@ fn find_or_create(
 ) -> usize {
     check_or_raise(&name);
     let key_name = name.key_name();
+    let db = current_db();
     let key = Key {
-        db: current_db(),
+        db,
         kind: name.kind(),
         name: key_name.as_bytes(),
     };
+    if let Some(idx) = registry.find(key) {
+        return idx;
+    }
+    let _lock = LeaseLock::acquire();
+    if let Some(idx) = registry.find(key) {
+        return idx;
+    }
+    let id = SequenceId { db, name };
+    let limit = guc::max_sequences_per_database();
+    if registry.count_in_database(db) >= limit {
+        error(
+            Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+            format!("cannot create {id}: this database has {limit} sequences"),
+        )
+        .detail(
+            "snowflake.max_sequences_per_database limits the sequences of one database; \
+             dropped ones count until the server restarts.",
+        )
+        .hint(
+            "Drop sequences that are no longer used (snowflake_drop_sequence, \
+             gdid_drop_sequence), or raise snowflake.max_sequences_per_database.",
+        )
+        .raise();
+    }
     registry
-        .find_or_insert(key, created_with)
+        .find_or_insert(key, created_with, false)
         .unwrap_or_else(|_| {
-            let id = SequenceId { db: key.db, name };
             error(
                 Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
                 format!(
@@ -142,37 +170,108 @@ fn find_or_create(
                     registry.capacity()
                 ),
             )
-            .hint("Raise snowflake.max_sequences and restart the server.")
+            .hint(
+                "Raise snowflake.max_sequences and restart the server (a restart also frees the \
+                 slots of dropped sequences).",
+            )
             .raise()
         })
 }
 
 /// The snowflake sequence `name` of the current database, created under the server's layout
-/// if it is new. One created under another layout is refused: its state counts ticks of that
-/// layout, so this check comes before anything reads them.
+/// if it is new, and above the stored IDs of `node` if this server meets it for the first
+/// time (see `seed`). One created under another layout is refused: its state counts ticks of
+/// that layout, so this check comes before anything reads them.
 pub fn snowflake(
     registry: &Registry<'static>,
-    name: &[u8],
+    bytes: &[u8],
     layout: &Layout,
+    node: u32,
 ) -> SnowflakeSeq<'static> {
-    let name = SequenceName::Snowflake(name);
+    let name = SequenceName::Snowflake(bytes);
     let idx = find_or_create(registry, name, creation_layout(layout));
     let seq =
         SnowflakeSeq::new(idx, registry.slot(idx)).expect("a snowflake key holds a snowflake slot");
     if !seq.created_under(layout) {
         layout_changed(&seq, name, layout);
     }
+    if !seq.slot().is_seeded() {
+        if let Some(id) = seed::snowflake_floor(bytes, node, layout) {
+            let parts = layout
+                .decode(id)
+                .expect("the floor decodes: seed checked it");
+            seq.raise_to(layout.tick_of(parts));
+        }
+        seq.slot().mark_seeded();
+    }
     seq
 }
 
-/// The gdid sequence (`scope`, `sequence`) of the current database, created if new.
+/// The gdid sequence (`scope`, `sequence`) of the current database, created if new, and
+/// above the stored gdids of the session's authority if this server meets it for the first
+/// time (see `seed`; without an authority it stays unseeded until a generator needs it).
 pub fn gdid(registry: &Registry<'static>, scope: &[u8], sequence: &[u8]) -> GdidSeq<'static> {
     let idx = find_or_create(
         registry,
         SequenceName::Gdid { scope, sequence },
         CreationLayout::default(),
     );
-    GdidSeq::new(idx, registry.slot(idx)).expect("a gdid key holds a gdid slot")
+    let seq = GdidSeq::new(idx, registry.slot(idx)).expect("a gdid key holds a gdid slot");
+    if let (false, Some(authority)) = (seq.slot().is_seeded(), guc::gdid_authority()) {
+        if let Some(floor) = seed::gdid_floor(scope, sequence, authority) {
+            advance(seq, floor);
+        }
+        seq.slot().mark_seeded();
+    }
+    seq
+}
+
+/// Moves gdid sequence `seq` so that its next gdid is later than `past` (never back).
+pub fn advance(seq: GdidSeq<'_>, past: Gdid) {
+    let lock = LeaseLock::acquire();
+    if let Some(m) = seq.plan_advance(past.era, past.counter()) {
+        let slot = seq.slot();
+        lock.persist(
+            seq.idx(),
+            &LeaseRecord::new(slot.key(), slot.created_with(), m.lease),
+        );
+        seq.publish(m, wallclock::precise_unix_ms());
+    }
+}
+
+/// Drops sequence `name` of the current database, if it exists: the next use of the name
+/// starts a new sequence, seeded above the stored values (see `seed`). True if it existed.
+pub fn drop(registry: &Registry<'static>, name: SequenceName<'_>) -> bool {
+    check_or_raise(&name);
+    let key_name = name.key_name();
+    let key = Key {
+        db: current_db(),
+        kind: name.kind(),
+        name: key_name.as_bytes(),
+    };
+    let _lock = LeaseLock::acquire();
+    match registry.find(key) {
+        Some(idx) => {
+            recovery::forget(registry, idx);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Drops every sequence of database `db`, which is being dropped: its slots are free again at
+/// the next start, and a new database that gets its OID starts its sequences afresh (seeded).
+pub fn forget_database(db: u32) {
+    let Some(registry) = shmem::registry() else {
+        return;
+    };
+    let _lock = LeaseLock::acquire();
+    for kind in [Kind::Snowflake, Kind::Gdid] {
+        let idxs: Vec<usize> = registry.of_database(db, kind).map(|(i, _)| i).collect();
+        for idx in idxs {
+            recovery::forget(&registry, idx);
+        }
+    }
 }
 
 /// The name of the sequence in `slot`, for messages.

@@ -41,6 +41,7 @@ pub fn register(kinds: Kinds) {
     let _ = KINDS.set(kinds);
     wal::register(wal::Replay {
         record: replay,
+        forget: replay_forget,
         end: end_of_recovery,
     });
 }
@@ -104,7 +105,7 @@ pub fn load(
     let mut slots = BTreeSet::new();
     for rec in &loaded.records {
         let idx = registry
-            .find_or_insert(rec.key(), rec.created_with)
+            .find_or_insert(rec.key(), rec.created_with, true)
             .map_err(|_| LoadError::Full {
                 key: rec.key.clone(),
                 capacity: registry.capacity(),
@@ -226,7 +227,7 @@ fn replay(rec: &LeaseRecord) {
     let kinds = kinds();
     let registry = (kinds.registry)().expect("redo runs only with the library preloaded");
     let idx = registry
-        .find_or_insert(rec.key(), rec.created_with)
+        .find_or_insert(rec.key(), rec.created_with, true)
         .unwrap_or_else(|_| {
             error(
                 Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
@@ -245,6 +246,44 @@ fn replay(rec: &LeaseRecord) {
     let mut pending = pending();
     if !pending.is_empty() {
         pending.retain(|d| d.key.as_ref() != Some(&rec.key));
+    }
+}
+
+/// WAL replay of a dropped sequence: dropped here too, its record cleared.
+fn replay_forget(rec: &LeaseRecord) {
+    let registry = (kinds().registry)().expect("redo runs only with the library preloaded");
+    if let Some(idx) = registry.find(rec.key()) {
+        forget(&registry, idx);
+    }
+}
+
+/// Drops the sequence in slot `idx`: lookups no longer find it, its record is cleared from
+/// the lease file (so the next start leaves its slot free), and, outside recovery, the drop
+/// is logged so that standbys drop it too. The caller holds the lease lock, or is replaying.
+pub fn forget(registry: &Registry<'_>, idx: usize) {
+    let slot = registry.slot(idx);
+    if !registry.drop_slot(idx) {
+        return;
+    }
+    let store = Store::in_data_dir();
+    if let Err(e) = store.clear(idx) {
+        error(
+            Code::ERRCODE_IO_ERROR,
+            format!(
+                "could not write lease file \"{}\": {}",
+                store.path().display(),
+                os_error(&e)
+            ),
+        )
+        .raise();
+    }
+    // SAFETY: a plain call that reads shared state.
+    if !unsafe { pgrx::pg_sys::RecoveryInProgress() } {
+        wal::log_forget_and_flush(&LeaseRecord::new(
+            slot.key(),
+            slot.created_with(),
+            Lease::default(),
+        ));
     }
 }
 

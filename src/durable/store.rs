@@ -110,6 +110,16 @@ impl Store {
         sync_dir(Some(&self.dir))
     }
 
+    /// Clears the record of slot `idx` (a dropped sequence) and waits until it is on disk.
+    pub fn clear(&self, idx: usize) -> io::Result<()> {
+        let file = OpenOptions::new().write(true).open(self.path())?;
+        if file.metadata()?.len() < ((idx + 1) * RECORD_SIZE) as u64 {
+            return Ok(()); // never written
+        }
+        file.write_all_at(&[0; RECORD_SIZE], (idx * RECORD_SIZE) as u64)?;
+        file.sync_data()
+    }
+
     /// Writes the record of slot `idx` and waits until it is on disk.
     pub fn write(&self, idx: usize, record: &LeaseRecord) -> io::Result<()> {
         let file = OpenOptions::new()
@@ -162,6 +172,9 @@ mod tests {
             .unwrap();
         store.write(3, &record("b", 30)).unwrap();
         store.write(5, &record("c", 1)).unwrap();
+        store.write(6, &record("d", 1)).unwrap();
+        store.clear(6).unwrap();
+        store.clear(9).unwrap();
         let names: Vec<_> = store
             .load()
             .unwrap()

@@ -18,14 +18,17 @@ use super::record::{LeaseRecord, RECORD_SIZE};
 use crate::errors::{self, error, Code};
 
 const RM_ID: pg_sys::RmgrId = pg_sys::RM_EXPERIMENTAL_ID as pg_sys::RmgrId;
-/// The record type, in the high bits of xl_info (the low four belong to PostgreSQL).
+/// The record types, in the high bits of xl_info (the low four belong to PostgreSQL): a
+/// lease, and a dropped sequence (the record then carries its key).
 const XLOG_LEASE: u8 = 0x10;
+const XLOG_FORGET: u8 = 0x20;
 const XLR_INFO_MASK: u8 = 0x0F;
 
-/// What replay calls: for each lease record, and once when redo ends (the end of crash
-/// recovery, or a standby's promotion).
+/// What replay calls: for each lease record, for each dropped sequence, and once when redo
+/// ends (the end of crash recovery, or a standby's promotion).
 pub struct Replay {
     pub record: fn(&LeaseRecord),
+    pub forget: fn(&LeaseRecord),
     pub end: fn(),
 }
 
@@ -50,13 +53,22 @@ pub fn register(replay: Replay) {
 
 /// Writes one lease record and waits until the WAL holding it is flushed.
 pub fn log_and_flush(record: &LeaseRecord) {
+    log(record, XLOG_LEASE);
+}
+
+/// Writes that the sequence of `record` was dropped, and waits until it is flushed.
+pub fn log_forget_and_flush(record: &LeaseRecord) {
+    log(record, XLOG_FORGET);
+}
+
+fn log(record: &LeaseRecord, info: u8) {
     let bytes = record.encode();
     // SAFETY: the standard insertion protocol; XLogRegisterData only reads `bytes`, which
     // outlive the XLogInsert that copies them.
     unsafe {
         pg_sys::XLogBeginInsert();
         pg_sys::XLogRegisterData(bytes.as_ptr().cast_mut().cast(), RECORD_SIZE as _);
-        let lsn = pg_sys::XLogInsert(RM_ID, XLOG_LEASE);
+        let lsn = pg_sys::XLogInsert(RM_ID, info);
         pg_sys::XLogFlush(lsn);
     }
 }
@@ -81,7 +93,7 @@ unsafe fn payload<'a>(record: *mut pg_sys::XLogReaderState) -> (u8, &'a [u8]) {
 
 fn decode(info: u8, data: &[u8]) -> Option<LeaseRecord> {
     let bytes: &[u8; RECORD_SIZE] = data.try_into().ok()?;
-    (info == XLOG_LEASE)
+    matches!(info, XLOG_LEASE | XLOG_FORGET)
         .then(|| LeaseRecord::decode(bytes).ok().flatten())
         .flatten()
 }
@@ -93,8 +105,10 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
     unsafe {
         errors::boundary(|| {
             let (info, data) = payload(record);
+            let replay = REPLAY.get().expect("registered with the rmgr");
             match decode(info, data) {
-                Some(rec) => (REPLAY.get().expect("registered with the rmgr").record)(&rec),
+                Some(rec) if info == XLOG_FORGET => (replay.forget)(&rec),
+                Some(rec) => (replay.record)(&rec),
                 None => error(
                     Code::ERRCODE_DATA_CORRUPTED,
                     format!(
@@ -121,6 +135,12 @@ unsafe extern "C-unwind" fn desc(buf: pg_sys::StringInfo, record: *mut pg_sys::X
         errors::boundary(|| {
             let (info, data) = payload(record);
             let text = match decode(info, data) {
+                Some(r) if info == XLOG_FORGET => format!(
+                    "{} db {} \"{}\" dropped",
+                    r.key.kind,
+                    r.key.db,
+                    String::from_utf8_lossy(&r.key.name).replace('\0', "/")
+                ),
                 Some(r) => format!(
                     "{} db {} \"{}\" era {} end {}",
                     r.key.kind,
@@ -141,9 +161,10 @@ unsafe extern "C-unwind" fn desc(buf: pg_sys::StringInfo, record: *mut pg_sys::X
 #[pg_guard]
 unsafe extern "C-unwind" fn identify(info: u8) -> *const c_char {
     const LEASE: &CStr = c"LEASE";
-    if info & !XLR_INFO_MASK == XLOG_LEASE {
-        LEASE.as_ptr()
-    } else {
-        std::ptr::null()
+    const FORGET: &CStr = c"FORGET";
+    match info & !XLR_INFO_MASK {
+        XLOG_LEASE => LEASE.as_ptr(),
+        XLOG_FORGET => FORGET.as_ptr(),
+        _ => std::ptr::null(),
     }
 }

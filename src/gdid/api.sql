@@ -203,6 +203,13 @@ COMMENT ON FUNCTION gdid_advance(text, text, gdid) IS
     'Moves (scope, sequence) on so that its next gdid has a later era and counter than past; never back';
 REVOKE EXECUTE ON FUNCTION gdid_advance(text, text, gdid) FROM PUBLIC;
 
+CREATE FUNCTION gdid_drop_sequence(scope text, sequence text) RETURNS boolean
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_drop_sequence';
+COMMENT ON FUNCTION gdid_drop_sequence(text, text) IS
+    'Drops (scope, sequence) of this database (true if it existed); its next use continues above the stored gdids of this authority';
+REVOKE EXECUTE ON FUNCTION gdid_drop_sequence(text, text) FROM PUBLIC;
+
 -- Monitoring
 
 CREATE FUNCTION gdid_sequences_rows(

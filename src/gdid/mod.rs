@@ -7,5 +7,5 @@ pub mod datum;
 mod fuzz;
 mod ops;
 pub mod sequence;
-mod sql;
+pub(crate) mod sql;
 pub mod value;

@@ -218,7 +218,9 @@ mod tests {
             kind: Kind::Gdid,
             name: b"s\0q",
         };
-        let idx = r.find_or_insert(key, CreationLayout::default()).unwrap();
+        let idx = r
+            .find_or_insert(key, CreationLayout::default(), true)
+            .unwrap();
         test(GdidSeq::new(idx, r.slot(idx)).unwrap());
     }
 

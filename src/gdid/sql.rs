@@ -15,6 +15,7 @@ use crate::durable::record::LeaseRecord;
 use crate::errors::{error, Code, PgError};
 use crate::fmgr::{self, finfo, v1, Call};
 use crate::registry::Kind;
+use crate::sequence_id::SequenceName;
 use crate::snowflake::wallclock;
 use crate::{guc, sequences, shmem};
 
@@ -38,6 +39,7 @@ finfo!(
     pg_finfo_gdid_next_block,
     pg_finfo_gdid_advance,
     pg_finfo_gdid_sequences_rows,
+    pg_finfo_gdid_drop_sequence,
 );
 
 /// Defines a V1 function whose body reads its (non-null) arguments through `call`.
@@ -330,17 +332,19 @@ function!(gdid_advance, |call| {
     let registry = sequences::registry();
     sequences::require_writable("gdid_advance()");
     let seq = sequences::gdid(&registry, call.bytes(0), call.bytes(1));
-    let past = gdid_arg(call, 2);
-    let lock = LeaseLock::acquire();
-    if let Some(m) = seq.plan_advance(past.era, past.counter()) {
-        let slot = seq.slot();
-        lock.persist(
-            seq.idx(),
-            &LeaseRecord::new(slot.key(), slot.created_with(), m.lease),
-        );
-        seq.publish(m, wallclock::precise_unix_ms());
-    }
+    sequences::advance(seq, gdid_arg(call, 2));
     Datum::from(0)
+});
+
+// gdid_drop_sequence(text, text): superuser only (EXECUTE revoked from PUBLIC).
+function!(gdid_drop_sequence, |call| {
+    let registry = sequences::registry();
+    sequences::require_writable("gdid_drop_sequence()");
+    let name = SequenceName::Gdid {
+        scope: call.bytes(0),
+        sequence: call.bytes(1),
+    };
+    Datum::from(sequences::drop(&registry, name))
 });
 
 // ---------------------------------------------------------------------------------------------

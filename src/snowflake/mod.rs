@@ -4,5 +4,5 @@ pub mod clock;
 pub mod epoch;
 pub mod layout;
 pub mod sequence;
-mod sql;
+pub(crate) mod sql;
 pub mod wallclock;

@@ -185,6 +185,12 @@ impl<'a> SnowflakeSeq<'a> {
         Ok(r)
     }
 
+    /// Moves the sequence on so that its next tick is above `tick` (never back): seeding, for
+    /// a sequence nothing was handed out from yet on this server.
+    pub fn raise_to(&self, tick: u64) {
+        self.state.tick.fetch_max(tick, Ordering::AcqRel);
+    }
+
     /// Whether a lease extension is still needed to cover tick `last` (another backend may
     /// have made one meanwhile). Asked again under the lease lock.
     pub fn needs_lease_for(&self, last: u64) -> bool {
@@ -259,7 +265,9 @@ mod tests {
             kind: Kind::Snowflake,
             name: b"s",
         };
-        let idx = r.find_or_insert(key, creation_layout(&LAYOUT)).unwrap();
+        let idx = r
+            .find_or_insert(key, creation_layout(&LAYOUT), true)
+            .unwrap();
         test(SnowflakeSeq::new(idx, r.slot(idx)).unwrap());
     }
 
@@ -281,7 +289,9 @@ mod tests {
             kind: Kind::Gdid,
             name: b"s\0q",
         };
-        let idx = r.find_or_insert(key, CreationLayout::default()).unwrap();
+        let idx = r
+            .find_or_insert(key, CreationLayout::default(), true)
+            .unwrap();
         assert!(SnowflakeSeq::new(idx, r.slot(idx)).is_none());
     }
 
@@ -349,6 +359,18 @@ mod tests {
             assert!(seq.created_under(&LAYOUT));
             assert!(!seq.created_under(&Layout::own(11, DEFAULT_EPOCH_MS)));
             assert!(!seq.created_under(&Layout::own(10, DEFAULT_EPOCH_MS + 1)));
+        });
+    }
+
+    #[test]
+    fn a_raised_sequence_continues_above() {
+        with_seq(|seq| {
+            leased(&seq);
+            let far = clock::tick_of_ms(now_ms() + 2_000, LAYOUT.counter_bits) + 5;
+            seq.raise_to(far);
+            seq.raise_to(far - 100);
+            let b = seq.bounds(&LAYOUT, 10_000);
+            assert_eq!(seq.try_reserve(&LAYOUT, 1, &b).unwrap().first, far + 1);
         });
     }
 

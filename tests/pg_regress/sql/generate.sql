@@ -86,10 +86,5 @@ SELECT count(*) FROM orders WHERE item = 'never';
 
 -- The generator writes shared memory (and, once per lease window, the lease file and the
 -- WAL), so it is VOLATILE and PARALLEL UNSAFE like nextval; decoders are STRICT and PARALLEL
--- SAFE, STABLE for this server's layout and IMMUTABLE for a named layout.
-SELECT p.oid::regprocedure AS function, p.provolatile AS volatility, p.proparallel AS parallel,
-       p.proisstrict AS strict
-  FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
- WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake_id')
-   AND p.proname LIKE 'snowflake%'
- ORDER BY p.oid::regprocedure::text;
+-- SAFE, STABLE for this server's layout and IMMUTABLE for a named layout (catalog lists every
+-- function with its markings).

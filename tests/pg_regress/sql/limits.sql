@@ -24,10 +24,25 @@ SELECT pg_reload_conf();
 SELECT pg_sleep(0.5);
 SHOW snowflake.max_clock_ahead;
 
--- snowflake.max_sequences is 39 in this test instance, shared with the four gdid sequences
--- of gdid_generate and the seven sequences encodings made in other databases (slots count
--- all databases together): the 29th snowflake name of this database is refused, while names
--- that already exist keep working.
+-- snowflake.max_sequences_per_database keeps the roles of one database from taking every
+-- slot of the server. Lowered to 5, below what this database has already: new names are
+-- refused, existing ones keep working.
+ALTER SYSTEM SET snowflake.max_sequences_per_database = 5;
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+SELECT snowflake_next('one_too_many');
+\echo :LAST_ERROR_SQLSTATE
+SELECT gdid_next('one', 'too_many');
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_next('orders') > 0 AS existing_names_still_work;
+ALTER SYSTEM RESET snowflake.max_sequences_per_database;
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+
+-- snowflake.max_sequences is 47 in this test instance, for the sequences of all databases
+-- together (encodings made seven in other databases) and of both kinds, dropped ones
+-- included until the next start (lifecycle dropped two): once every slot is taken, new names
+-- are refused, while names that already exist keep working.
 SELECT count(*) AS sequences_so_far FROM snowflake_sequences;
 DO $$
 BEGIN
