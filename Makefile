@@ -1,5 +1,5 @@
 # The two commands of the README, and a few helpers. Each installs what it needs.
-.PHONY: demo demo-stop test bench bench-insert bench-gdid fuzz install lint
+.PHONY: demo demo-stop test bench bench-insert bench-gdid bench-detection fuzz install lint
 
 demo:            ## build, install, start a local PostgreSQL 15 with snowflake_id, show it working
 	bash scripts/demo.sh start
@@ -20,6 +20,9 @@ bench-insert:    ## INSERT ... DEFAULT with each key: pgbench (2 and 8 clients, 
 
 bench-gdid:      ## gdid against uuid, bigint, bytea on 10M rows: sort, index build, size
 	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/gdid.sh
+
+bench-detection: ## what noticing shared node numbers costs: the domain check and gdid input, apply and local
+	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/detection.sh
 
 fuzz:            ## the gdid parsers under mutated input for FUZZ_SECONDS (default 600)
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-600} cargo test --release --lib fuzz_gdid_parsers -- --ignored --nocapture

@@ -8,6 +8,7 @@ PGRX_VERSION=0.18.1
 PG_MAJOR=15
 packages=(
     "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR"  # server, headers, pg_config, pgxs
+    "postgresql-$PG_MAJOR-pglogical"                         # active-active test with pglogical
     libclang-dev clang                                       # bindgen, for pgrx's bindings
     pkg-config build-essential                               # the C side of the build
     sudo faketime curl ca-certificates                       # pgrx test runner; cluster tests

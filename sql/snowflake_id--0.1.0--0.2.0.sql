@@ -213,3 +213,30 @@ END
 $convert$;
 COMMENT ON FUNCTION snowflake_convert_column(regclass, name, text) IS
     'Turns an integer key filled by serial, bigserial, IDENTITY or nextval() into a bigint key with DEFAULT snowflake_next(seq); returns seq (default: schema.table.column)';
+
+-- New in 0.2.0: noticing servers that share a node number or an authority. The domain's check
+-- becomes a function that also sees replicated IDs; NOT VALID, since every stored ID passed the
+-- equivalent VALUE >= 0 and an update must not scan every table.
+
+CREATE FUNCTION snowflake_observe(id bigint) RETURNS boolean
+    VOLATILE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_observe';
+COMMENT ON FUNCTION snowflake_observe(bigint) IS
+    'The snowflake domain''s check: true for a non-negative ID; counts the node of IDs that logical replication applies';
+ALTER DOMAIN snowflake DROP CONSTRAINT snowflake_not_negative;
+ALTER DOMAIN snowflake ADD CONSTRAINT snowflake_not_negative
+    CHECK (@extschema@.snowflake_observe(VALUE)) NOT VALID;
+
+CREATE FUNCTION snowflake_node_conflicts_rows(
+        OUT kind text, OUT node_or_authority integer, OUT origins text[],
+        OUT first_seen timestamptz, OUT last_seen timestamptz, OUT rows_seen bigint)
+    RETURNS SETOF record
+    VOLATILE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_node_conflicts_rows';
+
+CREATE VIEW snowflake_node_conflicts AS
+    SELECT kind, node_or_authority, origins, first_seen, last_seen, rows_seen
+      FROM @extschema@.snowflake_node_conflicts_rows();
+GRANT SELECT ON snowflake_node_conflicts TO PUBLIC;
+COMMENT ON VIEW snowflake_node_conflicts IS
+    'Node numbers and authorities that values from two servers carried (or another server and this one), since the server started';

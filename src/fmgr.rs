@@ -179,6 +179,23 @@ pub fn cstring(bytes: &[u8]) -> Datum {
     Datum::from(p)
 }
 
+/// A `text[]` result (UTF-8 texts: names this extension composed).
+pub fn text_array(items: &[String]) -> Datum {
+    let datums: Vec<Datum> = items.iter().map(|s| varlena(s.as_bytes())).collect();
+    // SAFETY: construct_array copies the datums into a new array of text (varlena, int4
+    // aligned, not by value) in the current memory context.
+    unsafe {
+        Datum::from(pg_sys::construct_array(
+            datums.as_ptr().cast_mut(),
+            datums.len() as i32,
+            pg_sys::TEXTOID,
+            -1,
+            false,
+            pg_sys::TYPALIGN_INT as c_char,
+        ))
+    }
+}
+
 /// An `interval` result of a number of milliseconds.
 pub fn interval_ms(ms: i64) -> Datum {
     let p = alloc(size_of::<pg_sys::Interval>()).cast::<pg_sys::Interval>();

@@ -28,6 +28,7 @@ pub static MAX_SEQUENCES: GucSetting<i32> = GucSetting::<i32>::new(128);
 static MAX_SEQUENCES_PER_DATABASE: GucSetting<i32> = GucSetting::<i32>::new(64);
 static MAX_CLOCK_AHEAD_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 static GDID_AUTHORITY: GucSetting<i32> = GucSetting::<i32>::new(UNSET);
+static REFUSE_SHARED_NODE: GucSetting<bool> = GucSetting::<bool>::new(false);
 
 /// What is fixed at server start: the layout, from `snowflake.node_bits` and
 /// `snowflake.epoch`, and the node number, if `snowflake.node_id` was set.
@@ -187,6 +188,18 @@ pub fn register() {
     }
     refuse_invalid_int(&authority_given, 0, 15, 0);
 
+    let refuse_given = given(c"snowflake.refuse_shared_node");
+    GucRegistry::define_bool_guc(
+        c"snowflake.refuse_shared_node",
+        c"Makes generation refuse once this server's node number or authority is known to be \
+          used by another server too.",
+        c"Known from values that arrive through logical replication (snowflake_node_conflicts).",
+        &REFUSE_SHARED_NODE,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    refuse_invalid_bool(&refuse_given);
+
     refuse_unknown_names();
     // SAFETY: plain calls PostgreSQL allows while libraries are preloaded; afterwards a
     // misspelt `snowflake.` or `gdid.` setting is an error instead of a silent placeholder.
@@ -248,6 +261,20 @@ fn refuse_invalid_int(given: &Given, min: i32, max: i32, flags: c_int) {
     }
 }
 
+/// Refuses a given boolean that PostgreSQL cannot parse.
+fn refuse_invalid_bool(given: &Given) {
+    let Some(value) = &given.value else { return };
+    let text = CString::new(value.as_str()).unwrap_or_default();
+    let mut parsed = false;
+    // SAFETY: parse_bool reads the NUL-terminated text and writes the result.
+    if !unsafe { pg_sys::parse_bool(text.as_ptr(), &mut parsed) } {
+        refuse(
+            given,
+            "The value is not a boolean (on, off, true, false, yes, no, 1, 0).",
+        );
+    }
+}
+
 /// Refuses `snowflake.*` and `gdid.*` names this extension does not define: a misspelt
 /// `snowflake.nodeid` would otherwise leave the node number unset without a word.
 fn refuse_unknown_names() {
@@ -261,7 +288,7 @@ fn refuse_unknown_names() {
             .detail(
                 "snowflake_id defines snowflake.node_id, snowflake.node_bits, snowflake.epoch, \
                  snowflake.max_sequences, snowflake.max_sequences_per_database, \
-                 snowflake.max_clock_ahead and gdid.authority.",
+                 snowflake.max_clock_ahead, snowflake.refuse_shared_node and gdid.authority.",
             )
             .hint("Correct or remove it in postgresql.conf and start the server again.")
             .fatal();
@@ -305,6 +332,12 @@ pub fn max_clock_ahead_ms() -> u64 {
     // SAFETY: a backend has one thread, and PostgreSQL writes the variable only between
     // statements (when it processes a reload). The GUC's range is 1 .. 3600000.
     unsafe { *MAX_CLOCK_AHEAD_MS.as_ptr() as u64 }
+}
+
+#[inline(always)]
+pub fn refuse_shared_node() -> bool {
+    // SAFETY: as in max_clock_ahead_ms.
+    unsafe { *REFUSE_SHARED_NODE.as_ptr() }
 }
 
 pub fn max_sequences_per_database() -> usize {

@@ -12,6 +12,7 @@ pub mod durable;
 pub mod gdid;
 pub mod registry;
 pub mod sequence_id;
+pub mod sightings;
 pub mod snowflake;
 
 mod callsite;
@@ -20,6 +21,7 @@ mod dropdb;
 mod errors;
 mod fmgr;
 mod guc;
+mod observe;
 mod seed;
 mod sequences;
 mod shmem;

@@ -1,6 +1,7 @@
-//! The shared-memory slot table and the lease lock. The table's size comes from
-//! `snowflake.max_sequences`, so it is requested and attached with PostgreSQL's hooks
-//! directly (`pg_shmem_init!` only sizes Rust types known at compile time).
+//! Shared memory: the slot table, the lease lock, and the sightings of logical replication
+//! (see `observe`). The table's size comes from `snowflake.max_sequences`, so it is requested
+//! and attached with PostgreSQL's hooks directly (`pg_shmem_init!` only sizes Rust types known
+//! at compile time).
 
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -9,9 +10,11 @@ use pgrx::pg_guard;
 use pgrx::pg_sys;
 
 use crate::registry::{Registry, Slot};
+use crate::sightings::Sightings;
 use crate::{errors, guc};
 
 static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(null_mut());
+static SIGHTINGS: AtomicPtr<Sightings> = AtomicPtr::new(null_mut());
 static LEASE_LOCK: AtomicPtr<pg_sys::LWLock> = AtomicPtr::new(null_mut());
 static SLOT_COUNT: AtomicUsize = AtomicUsize::new(0);
 
@@ -21,6 +24,7 @@ static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
 static mut ON_CREATE: Option<fn(&Registry<'static>)> = None;
 
 const SEGMENT_NAME: &std::ffi::CStr = c"snowflake_id sequences";
+const SIGHTINGS_NAME: &std::ffi::CStr = c"snowflake_id sightings";
 const TRANCHE_NAME: &std::ffi::CStr = c"snowflake_id";
 
 fn table_size() -> usize {
@@ -51,6 +55,7 @@ unsafe extern "C-unwind" fn shmem_request() {
                 prev();
             }
             pg_sys::RequestAddinShmemSpace(table_size());
+            pg_sys::RequestAddinShmemSpace(size_of::<Sightings>());
             pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), 1);
         })
     }
@@ -84,6 +89,17 @@ unsafe fn attach() {
         }
         SLOT_COUNT.store(guc::MAX_SEQUENCES.get() as usize, Ordering::Relaxed);
         SLOTS.store(ptr.cast(), Ordering::Release);
+        let mut sightings_found = false;
+        let sightings = pg_sys::ShmemInitStruct(
+            SIGHTINGS_NAME.as_ptr(),
+            size_of::<Sightings>(),
+            &mut sightings_found,
+        );
+        if !sightings_found {
+            // All-zero is the empty table (sightings.rs).
+            std::ptr::write_bytes(sightings.cast::<u8>(), 0, size_of::<Sightings>());
+        }
+        SIGHTINGS.store(sightings.cast(), Ordering::Release);
         let tranche = pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr());
         LEASE_LOCK.store(&raw mut (*tranche).lock, Ordering::Release);
         if !found {
@@ -100,6 +116,14 @@ unsafe fn attach() {
 /// The lock that serialises lease extensions (see `durable`).
 pub fn lease_lock() -> *mut pg_sys::LWLock {
     LEASE_LOCK.load(Ordering::Acquire)
+}
+
+/// The sightings of logical replication, or `None` when the library was not preloaded.
+#[inline]
+pub fn sightings() -> Option<&'static Sightings> {
+    // SAFETY: NULL, or the zero-initialised Sightings in shared memory, which lives as long
+    // as the process and is only changed through atomics.
+    unsafe { SIGHTINGS.load(Ordering::Acquire).as_ref() }
 }
 
 /// The table, or `None` when the library was not preloaded.

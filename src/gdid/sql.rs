@@ -16,8 +16,9 @@ use crate::errors::{error, Code, PgError};
 use crate::fmgr::{self, finfo, v1, Call};
 use crate::registry::Kind;
 use crate::sequence_id::SequenceName;
+use crate::sightings::What;
 use crate::snowflake::wallclock;
-use crate::{guc, sequences, shmem};
+use crate::{guc, observe, sequences, shmem};
 
 finfo!(
     pg_finfo_gdid_in,
@@ -86,7 +87,10 @@ fn parse(text: &[u8]) -> Result<Gdid, ParseError> {
 function!(gdid_in, |call| {
     let text = call.cstr(0).to_bytes();
     let e = match parse(text) {
-        Ok(g) => return palloc(g),
+        Ok(g) => {
+            observe::gdid(g);
+            return palloc(g);
+        }
         Err(ParseError::Malformed) => error(
             Code::ERRCODE_INVALID_TEXT_REPRESENTATION,
             format!("invalid input syntax for type gdid: \"{}\"", DbText(text)),
@@ -135,7 +139,9 @@ function!(gdid_recv, |call| {
             .read_unaligned()
     };
     buf.cursor += SIZE as i32;
-    palloc(Gdid::from_bytes(&bytes))
+    let g = Gdid::from_bytes(&bytes);
+    observe::gdid(g);
+    palloc(g)
 });
 
 function!(gdid_send, |call| fmgr::varlena(
@@ -228,7 +234,7 @@ pub extern "C" fn gdid_next(fcinfo: FunctionCallInfo) -> Datum {
 fn next_without_waiting(call: Call<'_>) -> Option<Datum> {
     // SAFETY: a plain read of a backend-global flag (read-only and standby transactions get
     // their ERROR from the slow path).
-    if unsafe { pg_sys::XactReadOnly } {
+    if unsafe { pg_sys::XactReadOnly } || observe::refused(What::Authority) {
         return None;
     }
     let authority = guc::gdid_authority()?;
@@ -242,6 +248,7 @@ fn next(call: Call<'_>) -> Datum {
     let registry = sequences::registry();
     let authority = sequences::gdid_authority();
     sequences::require_writable("gdid_next()");
+    observe::refuse_if_shared(What::Authority);
     let idx = callsite::slot_of(call, |[scope, sequence]| {
         sequences::gdid(&registry, scope, sequence).idx()
     });
@@ -307,6 +314,7 @@ pub extern "C" fn gdid_next_block(fcinfo: FunctionCallInfo) -> Datum {
                     let registry = sequences::registry();
                     let authority = sequences::gdid_authority();
                     sequences::require_writable("gdid_next_block()");
+                    observe::refuse_if_shared(What::Authority);
                     let seq = sequences::gdid(&registry, call.bytes(0), call.bytes(1));
                     let t = take(seq, n as u64);
                     Block {

@@ -6,8 +6,21 @@
 -- server's own layout read settings fixed at server start, so they are STABLE (an index on
 -- them would silently break if the layout changed); decoders of a named preset are IMMUTABLE.
 
-CREATE DOMAIN snowflake AS bigint
-    CONSTRAINT snowflake_not_negative CHECK (VALUE >= 0);
+-- The domain's check is a function rather than VALUE >= 0 so that this server sees the node
+-- numbers logical replication brings (an apply worker checks every value it writes to a
+-- snowflake column): it is how two servers with one snowflake.node_id are noticed
+-- (snowflake_node_conflicts). Outside an apply worker it costs what VALUE >= 0 cost, one
+-- function call. NOT VALID because 0.1.0 had VALUE >= 0 and an update must not scan every
+-- table for an equivalent check; a fresh install matches the updated one.
+CREATE FUNCTION snowflake_observe(id bigint) RETURNS boolean
+    VOLATILE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_observe';
+COMMENT ON FUNCTION snowflake_observe(bigint) IS
+    'The snowflake domain''s check: true for a non-negative ID; counts the node of IDs that logical replication applies';
+
+CREATE DOMAIN snowflake AS bigint;
+ALTER DOMAIN snowflake ADD CONSTRAINT snowflake_not_negative
+    CHECK (@extschema@.snowflake_observe(VALUE)) NOT VALID;
 COMMENT ON DOMAIN snowflake IS
     'A 64-bit time-ordered ID: sign bit 0, milliseconds since snowflake.epoch, node, counter';
 
@@ -218,6 +231,23 @@ END
 $convert$;
 COMMENT ON FUNCTION snowflake_convert_column(regclass, name, text) IS
     'Turns an integer key filled by serial, bigserial, IDENTITY or nextval() into a bigint key with DEFAULT snowflake_next(seq); returns seq (default: schema.table.column)';
+
+-- Many writers: servers that share a node number or an authority, as logical replication
+-- shows them to this server.
+
+CREATE FUNCTION snowflake_node_conflicts_rows(
+        OUT kind text, OUT node_or_authority integer, OUT origins text[],
+        OUT first_seen timestamptz, OUT last_seen timestamptz, OUT rows_seen bigint)
+    RETURNS SETOF record
+    VOLATILE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_node_conflicts_rows';
+
+CREATE VIEW snowflake_node_conflicts AS
+    SELECT kind, node_or_authority, origins, first_seen, last_seen, rows_seen
+      FROM @extschema@.snowflake_node_conflicts_rows();
+GRANT SELECT ON snowflake_node_conflicts TO PUBLIC;
+COMMENT ON VIEW snowflake_node_conflicts IS
+    'Node numbers and authorities that values from two servers carried (or another server and this one), since the server started';
 
 -- Monitoring.
 

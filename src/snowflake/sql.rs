@@ -16,7 +16,8 @@ use crate::errors::{error, Code};
 use crate::fmgr::{self, finfo, v1, Call};
 use crate::registry::Kind;
 use crate::sequence_id::SequenceName;
-use crate::{guc, sequences, shmem};
+use crate::sightings::What;
+use crate::{errors, guc, observe, sequences, shmem};
 
 /// Longest wait for the wall clock to catch up before refusing with an error.
 const MAX_WAIT_MS: u64 = 100;
@@ -34,6 +35,8 @@ finfo!(
     pg_finfo_snowflake_from_timestamp_in_layout,
     pg_finfo_snowflake_sequences_rows,
     pg_finfo_snowflake_drop_sequence,
+    pg_finfo_snowflake_observe,
+    pg_finfo_snowflake_node_conflicts_rows,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -58,7 +61,7 @@ pub extern "C" fn snowflake_next(fcinfo: FunctionCallInfo) -> Datum {
 fn next_without_waiting(call: Call<'_>) -> Option<i64> {
     // SAFETY: a plain read of a backend-global flag. Read-only transactions (and every
     // transaction on a standby) get their ERROR from the slow path.
-    if unsafe { pg_sys::XactReadOnly } {
+    if unsafe { pg_sys::XactReadOnly } || observe::refused(What::Node) {
         return None;
     }
     let (server, registry) = (guc::server()?, shmem::registry()?);
@@ -74,6 +77,7 @@ fn next(call: Call<'_>) -> i64 {
     let (server, registry) = (sequences::server(), sequences::registry());
     let node = sequences::node_id(server);
     sequences::require_writable("snowflake_next()");
+    observe::refuse_if_shared(What::Node);
     let idx = callsite::slot_of(call, |[name]| {
         sequences::snowflake(&registry, name, &server.layout, node).idx()
     });
@@ -111,6 +115,7 @@ pub extern "C" fn snowflake_next_batch(fcinfo: FunctionCallInfo) -> Datum {
                     let (server, registry) = (sequences::server(), sequences::registry());
                     let node = sequences::node_id(server);
                     sequences::require_writable("snowflake_next_batch()");
+                    observe::refuse_if_shared(What::Node);
                     let seq = sequences::snowflake(&registry, call.bytes(0), &server.layout, node);
                     let r = reserve(&server.layout, seq, n as u64);
                     Batch {
@@ -349,6 +354,53 @@ decoder!(snowflake_from_timestamp_in_layout, |call| min_id_of(
     named_layout(call.bytes(1)),
     call.i64(0)
 ));
+
+// ---------------------------------------------------------------------------------------------
+// Many writers
+
+// snowflake_observe(bigint): the check of the snowflake domain, VALUE >= 0; in a logical
+// replication apply worker it also counts the ID's node (see observe.rs).
+decoder!(snowflake_observe, |call| {
+    let id = call.i64(0);
+    observe::snowflake_id(id);
+    Datum::from(id >= 0)
+});
+
+/// Rows of the snowflake_node_conflicts view: what logical replication has shown this server.
+#[no_mangle]
+pub extern "C" fn snowflake_node_conflicts_rows(fcinfo: FunctionCallInfo) -> Datum {
+    // SAFETY: called by fmgr for snowflake_node_conflicts_rows(), SETOF record with 6 OUT
+    // columns.
+    unsafe {
+        v1(fcinfo, |call| {
+            fmgr::materialize(call, |rows| {
+                let Some(sightings) = shmem::sightings() else {
+                    errors::not_preloaded()
+                };
+                for c in sightings.conflicts(observe::own()) {
+                    let kind: &[u8] = match c.what {
+                        What::Node => b"snowflake node",
+                        What::Authority => b"gdid authority",
+                    };
+                    let origins: Vec<String> = c
+                        .origins
+                        .iter()
+                        .map(|&o| observe::describe_origin(o))
+                        .collect();
+                    let mut values = [
+                        fmgr::varlena(kind),
+                        Datum::from(i32::from(c.value)),
+                        fmgr::text_array(&origins),
+                        timestamptz(c.first_ms),
+                        timestamptz(c.last_ms),
+                        Datum::from(c.rows as i64),
+                    ];
+                    rows.push(&mut values, &mut [false; 6]);
+                }
+            })
+        })
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Monitoring

@@ -30,7 +30,8 @@ SELECT line FROM (
     SELECT 'type ' || t.oid::regtype || ': ' || concat_ws(' ', t.typtype::text, t.typlen, t.typbyval,
            t.typalign, t.typstorage, t.typcategory, t.typinput, t.typoutput, t.typreceive,
            t.typsend, format_type(t.typbasetype, NULL),
-           (SELECT string_agg(pg_get_constraintdef(c.oid), ', ') FROM pg_constraint c
+           (SELECT string_agg(c.conname || ' ' || pg_get_constraintdef(c.oid), ', ' ORDER BY c.conname)
+              FROM pg_constraint c
              WHERE c.contypid = t.oid),
            'comment=' || coalesce(obj_description(t.oid, 'pg_type'), ''))
       FROM member m JOIN pg_type t ON m.classid = 'pg_type'::regclass AND t.oid = m.objid

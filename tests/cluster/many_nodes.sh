@@ -61,5 +61,7 @@ expect "$hub" "SELECT count(*) FROM (SELECT id, g, lag(id) OVER w AS prev_id, la
 for n in 1 2 3; do
     expect "$CLUSTER_ROOT/node$n" "SELECT count(*) FROM orders" "$((SESSIONS * ROUNDS * 100))"
 done
+# A fan-in: three node numbers, each through its own subscription; nothing to report.
+expect "$hub" "SELECT count(*) FROM snowflake_node_conflicts" "0"
 echo "figures: $total rows from 3 nodes ($((3 * SESSIONS)) sessions) replicated into one table"
 echo "many_nodes: ok"

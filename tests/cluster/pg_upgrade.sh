@@ -10,11 +10,9 @@
 # PostgreSQL 15 to 15 (pg_upgrade accepts the same major): the PostgreSQL 18 build this
 # project tests with cannot pg_upgrade any database (its pg_dump writes
 # ALTER COLUMN ... SET (pg_attver=...) in binary-upgrade mode, which its server rejects),
-# and 15 to 18 runs into the same. scripts/test.sh runs this test once, with PostgreSQL 15.
+# and 15 to 18 runs into the same.
+# majors: 15
 set -euo pipefail
-PG_CONFIG=/usr/bin/pg_config
-export PG_CONFIG
-PG_BINDIR=$("$PG_CONFIG" --bindir)
 source "$(dirname "$0")/lib.sh"
 
 settings=("shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 4" "gdid.authority = 4")

@@ -1,0 +1,279 @@
+//! Noticing two servers with the same node number or authority where their values meet: in
+//! the logical replication apply workers of this server.
+//!
+//! An apply worker turns every replicated value into a Datum with the type's input or receive
+//! function: `gdid_in` and `gdid_recv` for gdids, and for the `snowflake` domain the domain's
+//! checks, one of which is `snowflake_observe` (api.sql). Both call into this module, which
+//! does nothing outside a replication apply session (one load of a global), and in one counts
+//! the value's node number or authority per replication origin, adding to the shared
+//! [`Sightings`] at most every [`FLUSH_MS`]. When a count shows a conflict, the worker writes
+//! a WARNING (again every ten minutes while it lasts) and, for this server's own number, sets
+//! the flag that `snowflake.refuse_shared_node` acts on.
+//!
+//! Columns of type `bigint` that hold snowflake IDs are not seen: only the domain has the
+//! check. The initial copy of a subscription (its table synchronisation origins) is not
+//! counted, since a copy of old rows says nothing about who generates now.
+
+use std::cell::UnsafeCell;
+use std::ffi::{c_char, CStr};
+
+use pgrx::pg_sys;
+
+use crate::errors::{error, Code};
+use crate::gdid::value::Gdid;
+use crate::sightings::{Conflict, Key, Own, What, FLUSH_MS, THIS_SERVER};
+use crate::snowflake::wallclock;
+use crate::{guc, shmem};
+
+/// The values of the current run of one (what, value, origin), not yet in the shared table.
+struct Pending {
+    key: Key,
+    rows: u64,
+    since_ms: i64,
+}
+
+/// Process-local state of an apply worker: its current run, and whether its origin (one per
+/// worker) is counted at all.
+struct Worker {
+    pending: Option<Pending>,
+    origin: Option<(u16, bool)>,
+}
+
+/// The one [`Worker`] of this process.
+struct ThisProcess(UnsafeCell<Worker>);
+
+// SAFETY: a backend is one thread; nothing else ever reaches the cell.
+unsafe impl Sync for ThisProcess {}
+
+static WORKER: ThisProcess = ThisProcess(UnsafeCell::new(Worker {
+    pending: None,
+    origin: None,
+}));
+
+/// The replication origin of this session's changes: a subscription's, in an apply worker.
+#[inline(always)]
+fn session_origin() -> u16 {
+    // SAFETY: a plain read of a backend-global variable.
+    unsafe { pg_sys::replorigin_session_origin }
+}
+
+/// A snowflake ID arriving.
+#[inline]
+pub fn snowflake_id(id: i64) {
+    let origin = session_origin();
+    if origin == 0 || origin == u16::MAX {
+        return;
+    }
+    let Some(server) = guc::server() else { return };
+    if let Ok(parts) = server.layout.decode(id as u64) {
+        count(What::Node, parts.node as u16, origin);
+    }
+}
+
+/// A gdid arriving.
+#[inline]
+pub fn gdid(g: Gdid) {
+    let origin = session_origin();
+    if origin == 0 || origin == u16::MAX {
+        return;
+    }
+    count(What::Authority, u16::from(g.authority()), origin);
+}
+
+fn count(what: What, value: u16, origin: u16) {
+    // SAFETY: WORKER is only touched by this process's one thread, here, never reentrantly
+    // (nothing below calls back into count).
+    let worker = unsafe { &mut *WORKER.0.get() };
+    let counted = match worker.origin {
+        Some((o, counted)) if o == origin => counted,
+        _ => {
+            let counted = !is_table_sync(origin);
+            worker.origin = Some((origin, counted));
+            counted
+        }
+    };
+    if !counted {
+        return;
+    }
+    let key = Key {
+        what,
+        value,
+        origin,
+    };
+    let now = wallclock::coarse_unix_ms();
+    if let Some(p) = &mut worker.pending {
+        if p.key == key && now - p.since_ms < FLUSH_MS {
+            p.rows += 1;
+            return;
+        }
+    }
+    if let Some(p) = worker.pending.take() {
+        flush(&p, now);
+    }
+    // The first value of a run goes to the table at once, so a conflict shows within a run.
+    let p = Pending {
+        key,
+        rows: 1,
+        since_ms: now,
+    };
+    flush(&p, now);
+    worker.pending = Some(Pending { rows: 0, ..p });
+}
+
+#[cold]
+fn flush(p: &Pending, now_ms: i64) {
+    let Some(sightings) = shmem::sightings() else {
+        return;
+    };
+    if !sightings.record(p.key, p.rows, now_ms) {
+        return; // full: what it holds is still reported
+    }
+    if let Some(c) = sightings.conflict(p.key.what, p.key.value, own()) {
+        if c.origins.contains(&THIS_SERVER) {
+            sightings.mark_own_shared(c.what);
+        }
+        if sightings.due_for_warning(&c, now_ms) {
+            warn(&c);
+        }
+    }
+}
+
+/// This server's node number and authority (the apply worker's settings are the server's).
+pub fn own() -> Own {
+    Own {
+        node: guc::server().and_then(|s| s.node).map(|n| n as u16),
+        authority: guc::gdid_authority().map(u16::from),
+    }
+}
+
+fn warn(c: &Conflict) {
+    let (setting, noun) = match c.what {
+        What::Node => ("snowflake.node_id", "node number"),
+        What::Authority => ("gdid.authority", "authority"),
+    };
+    let from: Vec<String> = c.origins.iter().map(|&o| describe_origin(o)).collect();
+    let own = c.origins.contains(&THIS_SERVER);
+    error(
+        Code::ERRCODE_WARNING,
+        if own {
+            format!(
+                "{noun} {} of this server ({setting}) also arrives from another server, through {}",
+                c.value,
+                from.iter()
+                    .filter(|f| f.as_str() != "this server")
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            )
+        } else {
+            format!(
+                "two servers use {noun} {}: values with it arrive through {}",
+                c.value,
+                from.join(" and ")
+            )
+        },
+    )
+    .detail(format!(
+        "So far {} value(s) with it; values of two servers with one {setting} can repeat.",
+        c.rows
+    ))
+    .hint(format!(
+        "Give every server that generates its own {setting}. SELECT * FROM snowflake_node_conflicts \
+         lists what this server has seen."
+    ))
+    .log(true);
+}
+
+/// `subscription "name"` for the origin of a native subscription, `replication origin "name"`
+/// otherwise (pglogical names its own), `this server` for [`THIS_SERVER`].
+pub fn describe_origin(origin: u16) -> String {
+    if origin == THIS_SERVER {
+        return "this server".to_owned();
+    }
+    let Some(name) = origin_name(origin) else {
+        return format!("replication origin {origin}");
+    };
+    if let Some(sub) = name
+        .strip_prefix("pg_")
+        .and_then(|oid| oid.parse::<u32>().ok())
+        .and_then(subscription_name)
+    {
+        return format!("subscription \"{sub}\"");
+    }
+    format!("replication origin \"{name}\"")
+}
+
+/// A native subscription's table synchronisation origin, `pg_<subscription>_<relation>`.
+fn is_table_sync(origin: u16) -> bool {
+    origin_name(origin).is_some_and(|name| {
+        let mut parts = name.split('_');
+        parts.next() == Some("pg")
+            && parts.next().is_some_and(|s| s.parse::<u32>().is_ok())
+            && parts.next().is_some_and(|s| s.parse::<u32>().is_ok())
+            && parts.next().is_none()
+    })
+}
+
+fn origin_name(origin: u16) -> Option<String> {
+    let mut name: *mut c_char = std::ptr::null_mut();
+    // SAFETY: replorigin_by_oid with missing_ok looks the origin up in the catalog (there is a
+    // transaction: a value is being applied or a view read) and sets `name` to a palloc'd
+    // string if it exists.
+    let found = unsafe { pg_sys::replorigin_by_oid(origin, true, &mut name) };
+    if !found || name.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated string, set by replorigin_by_oid when found.
+    let name = unsafe { CStr::from_ptr(name) };
+    Some(name.to_string_lossy().into_owned())
+}
+
+unsafe extern "C-unwind" {
+    // pg_subscription.h; not in pgrx's bindings for every version.
+    fn get_subscription_name(subid: pg_sys::Oid, missing_ok: bool) -> *mut c_char;
+}
+
+fn subscription_name(oid: u32) -> Option<String> {
+    // SAFETY: with missing_ok a catalog lookup that returns NULL or a palloc'd name; guarded
+    // like pgrx's own bindings, so an error cannot jump over Rust frames.
+    let name =
+        unsafe { pg_sys::ffi::pg_guard_ffi_boundary(|| get_subscription_name(oid.into(), true)) };
+    if name.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated string when not NULL.
+    let name = unsafe { CStr::from_ptr(name) };
+    Some(name.to_string_lossy().into_owned())
+}
+
+/// The ERROR of a generator on a server whose node number (authority) is known to be shared,
+/// when `snowflake.refuse_shared_node` is on.
+pub fn refuse_if_shared(what: What) {
+    if !refused(what) {
+        return;
+    }
+    let setting = match what {
+        What::Node => "snowflake.node_id",
+        What::Authority => "gdid.authority",
+    };
+    error(
+        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("{setting} of this server is used by another server too"),
+    )
+    .detail(
+        "Values carrying it arrived through logical replication from another server \
+         (snowflake_node_conflicts); values of both could repeat.",
+    )
+    .hint(format!(
+        "Give one of the servers another {setting} and restart it; with \
+         snowflake.refuse_shared_node on, generation stops until then."
+    ))
+    .raise();
+}
+
+/// Whether generation must refuse: the option is on and this server's number is known to be
+/// shared. Cheap enough for the fast paths (two loads).
+#[inline(always)]
+pub fn refused(what: What) -> bool {
+    shmem::sightings().is_some_and(|s| s.own_shared(what)) && guc::refuse_shared_node()
+}
