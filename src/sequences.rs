@@ -14,11 +14,12 @@ use crate::gdid::value::Gdid;
 use crate::guc::{self, Server};
 use crate::registry::{CreationLayout, Key, Kind, Registry, Slot};
 use crate::sequence_id::{NameError, SequenceId, SequenceName, MAX_NAME_LEN};
+use crate::sightings::What;
 use crate::snowflake::epoch::format_utc;
 use crate::snowflake::layout::Layout;
 use crate::snowflake::sequence::{creation_layout, SnowflakeSeq};
 use crate::snowflake::wallclock;
-use crate::{seed, shmem};
+use crate::{observe, seed, shmem};
 
 pub fn current_db() -> u32 {
     // SAFETY: MyDatabaseId is set for the life of a backend connected to a database.
@@ -38,6 +39,26 @@ pub fn server() -> &'static Server {
 /// Generators write WAL, so like `nextval` they refuse where WAL cannot be written. The
 /// check does not depend on whether the lease happens to need extending, so the behaviour
 /// is the same on every call.
+/// What every generator checks before it hands anything out: that WAL can be written
+/// ([`require_writable`]), and that no other server is known to use this server's number
+/// for `what` (when `snowflake.refuse_shared_node` is on).
+pub fn require_may_generate(function: &str, what: What) {
+    require_writable(function);
+    observe::refuse_if_shared(what);
+}
+
+/// The size of a batch or block: at least 1.
+pub fn count_argument(n: i32, what: &str) -> u64 {
+    if n < 1 {
+        error(
+            Code::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("{what} size must be at least 1, not {n}"),
+        )
+        .raise();
+    }
+    n as u64
+}
+
 pub fn require_writable(function: &str) {
     // SAFETY: plain reads of backend-global state.
     let (in_recovery, read_only) = unsafe { (pg_sys::RecoveryInProgress(), pg_sys::XactReadOnly) };

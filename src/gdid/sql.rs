@@ -247,8 +247,7 @@ fn next_without_waiting(call: Call<'_>) -> Option<Datum> {
 fn next(call: Call<'_>) -> Datum {
     let registry = sequences::registry();
     let authority = sequences::gdid_authority();
-    sequences::require_writable("gdid_next()");
-    observe::refuse_if_shared(What::Authority);
+    sequences::require_may_generate("gdid_next()", What::Authority);
     let idx = callsite::slot_of(call, |[scope, sequence]| {
         sequences::gdid(&registry, scope, sequence).idx()
     });
@@ -303,25 +302,17 @@ pub extern "C" fn gdid_next_block(fcinfo: FunctionCallInfo) -> Datum {
             fmgr::rows_per_call(
                 call,
                 || {
-                    let n = call.i32(2);
-                    if n < 1 {
-                        error(
-                            Code::ERRCODE_INVALID_PARAMETER_VALUE,
-                            format!("block size must be at least 1, not {n}"),
-                        )
-                        .raise();
-                    }
+                    let n = sequences::count_argument(call.i32(2), "block");
                     let registry = sequences::registry();
                     let authority = sequences::gdid_authority();
-                    sequences::require_writable("gdid_next_block()");
-                    observe::refuse_if_shared(What::Authority);
+                    sequences::require_may_generate("gdid_next_block()", What::Authority);
                     let seq = sequences::gdid(&registry, call.bytes(0), call.bytes(1));
-                    let t = take(seq, n as u64);
+                    let t = take(seq, n);
                     Block {
                         era: t.era,
                         authority,
                         next: t.first,
-                        last: t.first + n as u64 - 1,
+                        last: t.first + n - 1,
                     }
                 },
                 |b| {

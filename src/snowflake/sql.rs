@@ -76,8 +76,7 @@ fn next_without_waiting(call: Call<'_>) -> Option<i64> {
 fn next(call: Call<'_>) -> i64 {
     let (server, registry) = (sequences::server(), sequences::registry());
     let node = sequences::node_id(server);
-    sequences::require_writable("snowflake_next()");
-    observe::refuse_if_shared(What::Node);
+    sequences::require_may_generate("snowflake_next()", What::Node);
     let idx = callsite::slot_of(call, |[name]| {
         sequences::snowflake(&registry, name, &server.layout, node).idx()
     });
@@ -104,20 +103,12 @@ pub extern "C" fn snowflake_next_batch(fcinfo: FunctionCallInfo) -> Datum {
             fmgr::rows_per_call(
                 call,
                 || {
-                    let n = call.i32(1);
-                    if n < 1 {
-                        error(
-                            Code::ERRCODE_INVALID_PARAMETER_VALUE,
-                            format!("batch size must be at least 1, not {n}"),
-                        )
-                        .raise();
-                    }
+                    let n = sequences::count_argument(call.i32(1), "batch");
                     let (server, registry) = (sequences::server(), sequences::registry());
                     let node = sequences::node_id(server);
-                    sequences::require_writable("snowflake_next_batch()");
-                    observe::refuse_if_shared(What::Node);
+                    sequences::require_may_generate("snowflake_next_batch()", What::Node);
                     let seq = sequences::snowflake(&registry, call.bytes(0), &server.layout, node);
-                    let r = reserve(&server.layout, seq, n as u64);
+                    let r = reserve(&server.layout, seq, n);
                     Batch {
                         next: r.first,
                         last: r.last,

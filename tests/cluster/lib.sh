@@ -59,3 +59,43 @@ clock_lag() {
     ours=$(date +%s)
     echo $((ours - theirs))
 }
+
+# The table of the replication tests: both keys from their defaults, and where and in which
+# order each row was made.
+ORDERS_TABLE="CREATE TABLE orders (
+    id snowflake PRIMARY KEY DEFAULT snowflake_next('orders'),
+    g gdid NOT NULL UNIQUE DEFAULT gdid_next('shop', 'orders'),
+    node int NOT NULL, session int NOT NULL, pos int NOT NULL)"
+
+# insert_orders DIR NODE SESSION ROUNDS: one session inserting ROUNDS x 100 rows into orders,
+# committing every 100, each row marked with NODE, SESSION and its position. Bounded by a
+# 120 s timeout.
+insert_orders() {
+    timeout 120 "$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$1" -p "$(pg_port_of "$1")" \
+        -U postgres -d postgres -c "DO \$\$
+BEGIN
+    FOR r IN 0..$(($4 - 1)) LOOP
+        INSERT INTO orders (node, session, pos) SELECT $2, $3, r * 100 + g FROM generate_series(1, 100) g;
+        COMMIT;
+    END LOOP;
+END \$\$;"
+}
+
+# wait_for_orders DIR N: up to 60 s for orders to hold N rows.
+wait_for_orders() {
+    for _ in $(seq 1 600); do
+        [ "$(pg_psql "$1" -d postgres -Atc "SELECT count(*) FROM orders")" = "$2" ] && return 0
+        sleep 0.1
+    done
+}
+
+# check_orders DIR N: orders holds N rows, both keys unique, each stamped with the node number
+# and authority of the server that made it (node), each session's rows in the order it made
+# them, and no server reported as sharing a number.
+check_orders() {
+    expect "$1" "SELECT count(*) FROM orders" "$2"
+    expect "$1" "SELECT count(DISTINCT id) + count(DISTINCT g) FROM orders" "$((2 * $2))"
+    expect "$1" "SELECT count(*) FROM orders WHERE snowflake_node(id) <> node OR gdid_authority(g) <> node" "0"
+    expect "$1" "SELECT count(*) FROM (SELECT id, g, lag(id) OVER w AS prev_id, lag(g) OVER w AS prev_g FROM orders WINDOW w AS (PARTITION BY node, session ORDER BY pos)) s WHERE id <= prev_id OR g <= prev_g" "0"
+    expect "$1" "SELECT count(*) FROM snowflake_node_conflicts" "0"
+}
