@@ -8,6 +8,7 @@ use pgrx::pg_sys;
 
 use crate::fmgr::{self, Call};
 use crate::registry::MAX_KEY_LEN;
+use crate::shmem;
 
 #[repr(C)]
 struct CallSiteCache {
@@ -33,14 +34,20 @@ fn encode(names: &[&[u8]], out: &mut [u8; MAX_KEY_LEN + 2]) -> Option<usize> {
 }
 
 /// The slot of the sequence named by the first `N` (text) arguments, from the call site's
-/// cache or from `resolve` (which validates the names and raises the errors). Not for
-/// set-returning functions, whose fn_extra belongs to the SRF protocol.
+/// cache or from `resolve` (which validates the names and raises the errors). A cached slot
+/// whose sequence was dropped since is resolved again: the name now leads to a new one. Not
+/// for set-returning functions, whose fn_extra belongs to the SRF protocol.
 pub fn slot_of<const N: usize>(
     call: Call<'_>,
     resolve: impl FnOnce(&[&[u8]; N]) -> usize,
 ) -> usize {
     if let Some(slot) = cached_slot::<N>(call) {
-        return slot;
+        let dropped = shmem::registry()
+            .and_then(|r| r.get(slot))
+            .is_none_or(|s| s.is_dropped());
+        if !dropped {
+            return slot;
+        }
     }
     let names: [&[u8]; N] = std::array::from_fn(|i| call.bytes(i));
     let slot = resolve(&names);
@@ -70,8 +77,9 @@ pub fn slot_of<const N: usize>(
     slot
 }
 
-/// The cached slot, if the call site has one for this call's names. Calls into nothing and
-/// cannot fail: the fast paths use it.
+/// The cached slot, if the call site has one for this call's names (its sequence may have
+/// been dropped since: the fast paths find the slot no longer READY). Calls into nothing and
+/// cannot fail.
 #[inline]
 pub fn cached_slot<const N: usize>(call: Call<'_>) -> Option<usize> {
     // SAFETY: fn_extra is NULL or the CallSiteCache that slot_of allocated in fn_mcxt, which

@@ -141,10 +141,27 @@ fn check_or_raise(name: &SequenceName<'_>) {
     }
 }
 
-/// The slot of sequence `name` in the current database, claimed with `created_with` if it is
-/// new; raises the naming errors and the limit errors. New names are created under the lease
-/// lock, so that the per-database limit holds exactly; finding an existing one takes no lock.
-fn find_or_create(
+/// Sequence `name` of the current database as its kind's handle (`handle`), its slot claimed
+/// with `created_with` if it is new; raises the naming errors and the limit errors.
+fn find_or_create<S>(
+    registry: &Registry<'static>,
+    name: SequenceName<'_>,
+    created_with: CreationLayout,
+    handle: impl Fn(usize, &'static Slot) -> Option<S>,
+) -> S {
+    loop {
+        let idx = slot_of(registry, name, created_with);
+        if let Some(seq) = handle(idx, registry.slot(idx)) {
+            return seq;
+        }
+        // Dropped by another backend since it was found: the name now leads to a new slot.
+    }
+}
+
+/// The slot of sequence `name` (see [`find_or_create`]). New names are created under the
+/// lease lock, so that the per-database limit holds exactly; finding an existing one takes
+/// no lock.
+fn slot_of(
     registry: &Registry<'static>,
     name: SequenceName<'_>,
     created_with: CreationLayout,
@@ -210,9 +227,7 @@ pub fn snowflake(
     node: u32,
 ) -> SnowflakeSeq<'static> {
     let name = SequenceName::Snowflake(bytes);
-    let idx = find_or_create(registry, name, creation_layout(layout));
-    let seq =
-        SnowflakeSeq::new(idx, registry.slot(idx)).expect("a snowflake key holds a snowflake slot");
+    let seq = find_or_create(registry, name, creation_layout(layout), SnowflakeSeq::new);
     if !seq.created_under(layout) {
         layout_changed(&seq, name, layout);
     }
@@ -232,12 +247,8 @@ pub fn snowflake(
 /// above the stored gdids of the session's authority if this server meets it for the first
 /// time (see `seed`; without an authority it stays unseeded until a generator needs it).
 pub fn gdid(registry: &Registry<'static>, scope: &[u8], sequence: &[u8]) -> GdidSeq<'static> {
-    let idx = find_or_create(
-        registry,
-        SequenceName::Gdid { scope, sequence },
-        CreationLayout::default(),
-    );
-    let seq = GdidSeq::new(idx, registry.slot(idx)).expect("a gdid key holds a gdid slot");
+    let name = SequenceName::Gdid { scope, sequence };
+    let seq = find_or_create(registry, name, CreationLayout::default(), GdidSeq::new);
     if let (false, Some(authority)) = (seq.slot().is_seeded(), guc::gdid_authority()) {
         if let Some(floor) = seed::gdid_floor(scope, sequence, authority) {
             advance(seq, floor);

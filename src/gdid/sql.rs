@@ -248,10 +248,15 @@ fn next(call: Call<'_>) -> Datum {
     let registry = sequences::registry();
     let authority = sequences::gdid_authority();
     sequences::require_may_generate("gdid_next()", What::Authority);
-    let idx = callsite::slot_of(call, |[scope, sequence]| {
-        sequences::gdid(&registry, scope, sequence).idx()
-    });
-    let seq = GdidSeq::new(idx, registry.slot(idx)).expect("cached for a gdid slot");
+    let seq = loop {
+        let idx = callsite::slot_of(call, |[scope, sequence]| {
+            sequences::gdid(&registry, scope, sequence).idx()
+        });
+        if let Some(seq) = GdidSeq::new(idx, registry.slot(idx)) {
+            break seq;
+        }
+        // Dropped since the call site resolved it: the names lead to a new sequence.
+    };
     let t = take(seq, 1);
     palloc(Gdid::from_parts(t.era, authority, t.first))
 }

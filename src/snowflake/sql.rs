@@ -77,10 +77,15 @@ fn next(call: Call<'_>) -> i64 {
     let (server, registry) = (sequences::server(), sequences::registry());
     let node = sequences::node_id(server);
     sequences::require_may_generate("snowflake_next()", What::Node);
-    let idx = callsite::slot_of(call, |[name]| {
-        sequences::snowflake(&registry, name, &server.layout, node).idx()
-    });
-    let seq = SnowflakeSeq::new(idx, registry.slot(idx)).expect("cached for a snowflake slot");
+    let seq = loop {
+        let idx = callsite::slot_of(call, |[name]| {
+            sequences::snowflake(&registry, name, &server.layout, node).idx()
+        });
+        if let Some(seq) = SnowflakeSeq::new(idx, registry.slot(idx)) {
+            break seq;
+        }
+        // Dropped since the call site resolved it: the name leads to a new sequence.
+    };
     let r = reserve(&server.layout, seq, 1);
     server.layout.id_of_tick(r.first, node) as i64
 }

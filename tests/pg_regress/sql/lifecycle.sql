@@ -43,6 +43,28 @@ SELECT note, id FROM lc_imported WHERE note LIKE 'generated%' OR note LIKE 'afte
 SELECT (SELECT id FROM lc_events WHERE note = 'after the drop') >
        (SELECT max(id) FROM lc_events WHERE note <> 'after the drop' AND snowflake_node(id) = 5)
        AS above_every_earlier_id_of_node_5;
+-- A call site that has resolved its names keeps working when its sequence is dropped between
+-- two calls: here the same two PL/pgSQL expressions run three times in one transaction, each
+-- time followed by a drop; every call finds the name's new sequence, which continues above
+-- the values stored so far.
+CREATE TABLE lc_under (id snowflake DEFAULT snowflake_next('lc_dropped_under'),
+                       g gdid DEFAULT gdid_next('restore', 'lc_dropped_under'));
+DO $$
+DECLARE
+    id bigint;
+    g gdid;
+BEGIN
+    FOR i IN 1..3 LOOP
+        id := snowflake_next('lc_dropped_under');
+        g := gdid_next('restore', 'lc_dropped_under');
+        INSERT INTO lc_under VALUES (id, g);
+        PERFORM snowflake_drop_sequence('lc_dropped_under'),
+                gdid_drop_sequence('restore', 'lc_dropped_under');
+    END LOOP;
+END $$;
+SELECT array_agg(g ORDER BY g) AS gdids, count(DISTINCT id) AS distinct_ids,
+       array_agg(id ORDER BY g) = array_agg(id ORDER BY id) AS ids_in_order
+  FROM lc_under;
 SELECT snowflake_drop_sequence('');
 \echo :LAST_ERROR_SQLSTATE
 CREATE ROLE lifecycle_user;
@@ -56,4 +78,4 @@ DROP ROLE lifecycle_user;
 BEGIN READ ONLY;
 SELECT snowflake_drop_sequence('restore_events');
 ROLLBACK;
-DROP TABLE lc_imported, lc_elsewhere, lc_events, lc_events_copy;
+DROP TABLE lc_imported, lc_elsewhere, lc_events, lc_events_copy, lc_under;
