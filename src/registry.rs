@@ -236,6 +236,13 @@ impl Slot {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Full;
 
+/// What a probe for a key found.
+enum Probe {
+    Found(usize),
+    Free(usize),
+    Full,
+}
+
 pub struct Registry<'a> {
     slots: &'a [Slot],
 }
@@ -251,27 +258,15 @@ impl<'a> Registry<'a> {
 
     /// The slot of `key`, if the sequence exists.
     pub fn find(&self, key: Key<'_>) -> Option<usize> {
-        let cap = self.slots.len();
-        let start = (hash(&key) % cap as u64) as usize;
-        for step in 0..cap {
-            let idx = (start + step) % cap;
-            let slot = &self.slots[idx];
-            loop {
-                match slot.status.load(Ordering::Acquire) {
-                    READY if slot.key() == key => return Some(idx),
-                    READY | DROPPED => break,
-                    FREE => return None,
-                    // Another backend is writing a key: a handful of stores.
-                    _ => std::hint::spin_loop(),
-                }
-            }
+        match self.probe(key) {
+            Probe::Found(idx) => Some(idx),
+            Probe::Free(_) | Probe::Full => None,
         }
-        None
     }
 
     /// The slot of `key`, claiming a free one if the sequence is new; a new slot records
-    /// `created_with` and whether it is `seeded` already (see [`Slot::is_seeded`]), an existing one keeps
-    /// what it has. The key name must be at most [`MAX_KEY_LEN`] bytes.
+    /// `created_with` and whether it is `seeded` already (see [`Slot::is_seeded`]), an
+    /// existing one keeps what it has. The key name must be at most [`MAX_KEY_LEN`] bytes.
     pub fn find_or_insert(
         &self,
         key: Key<'_>,
@@ -279,6 +274,36 @@ impl<'a> Registry<'a> {
         seeded: bool,
     ) -> Result<usize, Full> {
         debug_assert!(!key.name.is_empty() && key.name.len() <= MAX_KEY_LEN);
+        loop {
+            let idx = match self.probe(key) {
+                Probe::Found(idx) => return Ok(idx),
+                Probe::Full => return Err(Full),
+                Probe::Free(idx) => idx,
+            };
+            let slot = &self.slots[idx];
+            if slot
+                .status
+                .compare_exchange(FREE, CLAIMING, Ordering::Acquire, Ordering::Acquire)
+                .is_ok()
+            {
+                slot.db.store(key.db, Ordering::Relaxed);
+                // SAFETY: we own the slot (FREE -> CLAIMING); nobody reads `meta` until the
+                // release store of READY below.
+                let m = unsafe { &mut *slot.meta.get() };
+                m.kind = key.kind as u8;
+                m.len = key.name.len() as u8;
+                m.name[..key.name.len()].copy_from_slice(key.name);
+                m.created_with = created_with;
+                slot.seeded.store(seeded, Ordering::Relaxed);
+                slot.status.store(READY, Ordering::Release);
+                return Ok(idx);
+            }
+            // Another backend took the slot first, perhaps for this very key: probe again.
+        }
+    }
+
+    /// Where `key` is, or else the first free slot on its path (where it would go).
+    fn probe(&self, key: Key<'_>) -> Probe {
         let cap = self.slots.len();
         let start = (hash(&key) % cap as u64) as usize;
         for step in 0..cap {
@@ -286,34 +311,15 @@ impl<'a> Registry<'a> {
             let slot = &self.slots[idx];
             loop {
                 match slot.status.load(Ordering::Acquire) {
-                    READY if slot.key() == key => return Ok(idx),
+                    READY if slot.key() == key => return Probe::Found(idx),
                     READY | DROPPED => break,
-                    FREE => {
-                        if slot
-                            .status
-                            .compare_exchange(FREE, CLAIMING, Ordering::Acquire, Ordering::Acquire)
-                            .is_ok()
-                        {
-                            slot.db.store(key.db, Ordering::Relaxed);
-                            // SAFETY: we own the slot (FREE -> CLAIMING); nobody reads `meta`
-                            // until the release store of READY below.
-                            let m = unsafe { &mut *slot.meta.get() };
-                            m.kind = key.kind as u8;
-                            m.len = key.name.len() as u8;
-                            m.name[..key.name.len()].copy_from_slice(key.name);
-                            m.created_with = created_with;
-                            slot.seeded.store(seeded, Ordering::Relaxed);
-                            slot.status.store(READY, Ordering::Release);
-                            return Ok(idx);
-                        }
-                        // Lost the race for this slot: look at it again.
-                    }
-                    // Another backend is writing the key: a handful of stores.
+                    FREE => return Probe::Free(idx),
+                    // Another backend is writing a key: a handful of stores.
                     _ => std::hint::spin_loop(),
                 }
             }
         }
-        Err(Full)
+        Probe::Full
     }
 
     pub fn slot(&self, idx: usize) -> &'a Slot {
