@@ -19,7 +19,7 @@ use super::record::{Lease, LeaseRecord};
 use super::store::{Damaged, Loaded, Store};
 use super::wal;
 use crate::dbtext;
-use crate::errors::{error, Code};
+use crate::errors::{error, Code, PgError};
 use crate::registry::{OwnedKey, Registry, Slot};
 use crate::sequence_id::SequenceId;
 
@@ -196,15 +196,7 @@ pub fn load_at_startup(registry: &Registry<'static>) {
     }
     *pending() = done.pending;
     if let Err(e) = store.rewrite(&done.rewrite) {
-        error(
-            Code::ERRCODE_IO_ERROR,
-            format!(
-                "could not write lease file \"{}\": {}",
-                path.display(),
-                os_error(&e)
-            ),
-        )
-        .fatal();
+        write_failed(&store, &e).fatal();
     }
 }
 
@@ -267,15 +259,7 @@ pub fn forget(registry: &Registry<'_>, idx: usize) {
     }
     let store = Store::in_data_dir();
     if let Err(e) = store.clear(idx) {
-        error(
-            Code::ERRCODE_IO_ERROR,
-            format!(
-                "could not write lease file \"{}\": {}",
-                store.path().display(),
-                os_error(&e)
-            ),
-        )
-        .raise();
+        write_failed(&store, &e).raise();
     }
     // SAFETY: a plain call that reads shared state.
     if !unsafe { pgrx::pg_sys::RecoveryInProgress() } {
@@ -336,24 +320,29 @@ fn os_error(e: &std::io::Error) -> String {
 pub fn write_record(idx: usize, record: &LeaseRecord) {
     let store = Store::in_data_dir();
     if let Err(e) = store.write(idx, record) {
-        error(
-            Code::ERRCODE_IO_ERROR,
-            format!(
-                "could not write lease file \"{}\": {}",
-                store.path().display(),
-                os_error(&e)
-            ),
-        )
-        .raise();
+        write_failed(&store, &e).raise();
     }
+}
+
+/// The error (58030) for a lease file that could not be written.
+fn write_failed(store: &Store, e: &std::io::Error) -> PgError {
+    error(
+        Code::ERRCODE_IO_ERROR,
+        format!(
+            "could not write lease file \"{}\": {}",
+            store.path().display(),
+            os_error(e)
+        ),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::durable::record::Corrupt;
+    use crate::durable::store::tests::record;
     use crate::registry::tests::table;
-    use crate::registry::{CreationLayout, Kind};
+    use crate::registry::Kind;
     use std::sync::atomic::{AtomicU64, Ordering};
 
     /// A kind for the test: the lease is one word, restored with a max.
@@ -384,18 +373,6 @@ mod tests {
     // SAFETY: one atomic, repr(transparent).
     unsafe impl crate::registry::SlotState for Words {
         const KIND: Kind = Kind::Gdid;
-    }
-
-    fn record(name: &str, end: u64) -> LeaseRecord {
-        LeaseRecord {
-            key: OwnedKey {
-                db: 5,
-                kind: Kind::Gdid,
-                name: name.as_bytes().to_vec(),
-            },
-            created_with: CreationLayout::default(),
-            lease: Lease { era: 1, end },
-        }
     }
 
     fn damaged(key: Option<&str>) -> Damaged {

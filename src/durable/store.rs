@@ -138,7 +138,7 @@ fn sync_dir(dir: Option<&Path>) -> io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::durable::record::Lease;
     use crate::registry::{CreationLayout, Kind};
