@@ -61,22 +61,14 @@ fn given(name: &'static CStr) -> Given {
 /// `shared_preload_libraries` is processed: PostgreSQL refuses (FATAL) to define
 /// postmaster-level settings any later.
 pub fn register() {
-    let node_bits_given = given(c"snowflake.node_bits");
-    GucRegistry::define_int_guc(
+    define_int(
         c"snowflake.node_bits",
         c"Bits of a snowflake ID that hold the node number (7 to 13: 128 to 8192 nodes).",
         c"The counter takes the remaining 22 - node_bits bits. Fixed at server start.",
         &NODE_BITS,
-        MIN_NODE_BITS as i32,
-        MAX_NODE_BITS as i32,
+        (MIN_NODE_BITS as i32, MAX_NODE_BITS as i32),
         GucContext::Postmaster,
         GucFlags::default(),
-    );
-    refuse_invalid_int(
-        &node_bits_given,
-        MIN_NODE_BITS as i32,
-        MAX_NODE_BITS as i32,
-        0,
     );
     // Read back now: the node number's range depends on it.
     let node_bits = NODE_BITS.get() as u32;
@@ -124,48 +116,32 @@ pub fn register() {
         }
     }
 
-    let max_sequences_given = given(c"snowflake.max_sequences");
-    GucRegistry::define_int_guc(
+    define_int(
         c"snowflake.max_sequences",
         c"How many named sequences shared memory holds: snowflake and gdid, all databases.",
         c"Each takes 320 bytes of shared memory.",
         &MAX_SEQUENCES,
-        1,
-        1 << 20,
+        (1, 1 << 20),
         GucContext::Postmaster,
         GucFlags::default(),
     );
-    refuse_invalid_int(&max_sequences_given, 1, 1 << 20, 0);
-
-    let per_database_given = given(c"snowflake.max_sequences_per_database");
-    GucRegistry::define_int_guc(
+    define_int(
         c"snowflake.max_sequences_per_database",
         c"How many of the named sequences one database may create.",
         c"Keeps the roles of one database from taking every slot of the server.",
         &MAX_SEQUENCES_PER_DATABASE,
-        1,
-        1 << 20,
+        (1, 1 << 20),
         GucContext::Sighup,
         GucFlags::default(),
     );
-    refuse_invalid_int(&per_database_given, 1, 1 << 20, 0);
-
-    let max_clock_ahead_given = given(c"snowflake.max_clock_ahead");
-    GucRegistry::define_int_guc(
+    define_int(
         c"snowflake.max_clock_ahead",
         c"How far a sequence's logical clock may run ahead of the wall clock.",
         c"Past it, generation waits up to 100 ms for the clock, then fails.",
         &MAX_CLOCK_AHEAD_MS,
-        1,
-        3_600_000,
+        (1, 3_600_000),
         GucContext::Sighup,
         GucFlags::UNIT_MS,
-    );
-    refuse_invalid_int(
-        &max_clock_ahead_given,
-        1,
-        3_600_000,
-        pg_sys::GUC_UNIT_MS as c_int,
     );
 
     let authority_given = given(c"gdid.authority");
@@ -220,6 +196,22 @@ pub fn register() {
     });
 }
 
+/// Defines an integer setting without hooks, and refuses a given value outside `min ..= max`.
+fn define_int(
+    name: &'static CStr,
+    short: &'static CStr,
+    long: &'static CStr,
+    setting: &'static GucSetting<i32>,
+    (min, max): (i32, i32),
+    context: GucContext,
+    flags: GucFlags,
+) {
+    // Before the definition, which takes over the placeholder holding the given value.
+    let given = given(name);
+    GucRegistry::define_int_guc(name, short, long, setting, min, max, context, flags);
+    refuse_invalid_int(&given, min, max, flags.bits());
+}
+
 /// The FATAL for a setting PostgreSQL would have replaced by its default.
 fn refuse(given: &Given, why: &str) -> ! {
     let name = given.name.to_string_lossy();
@@ -238,7 +230,8 @@ fn refuse(given: &Given, why: &str) -> ! {
     .fatal()
 }
 
-/// Refuses a given integer outside `min ..= max` or that PostgreSQL cannot parse.
+/// Refuses a given integer outside `min ..= max` or that PostgreSQL cannot parse, read with
+/// the setting's `flags` (its unit) as PostgreSQL reads it.
 fn refuse_invalid_int(given: &Given, min: i32, max: i32, flags: c_int) {
     let Some(value) = &given.value else { return };
     let text = CString::new(value.as_str()).unwrap_or_default();
@@ -253,7 +246,11 @@ fn refuse_invalid_int(given: &Given, min: i32, max: i32, flags: c_int) {
         refuse(given, "The value is not an integer.");
     }
     if !(min..=max).contains(&parsed) {
-        let unit = if flags == 0 { "" } else { " ms" };
+        let unit = if flags & pg_sys::GUC_UNIT_MS as c_int != 0 {
+            " ms"
+        } else {
+            ""
+        };
         refuse(
             given,
             &format!("It must be between {min}{unit} and {max}{unit}."),
