@@ -107,23 +107,16 @@ impl PgError {
             if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_ErrorSaveContext {
                 return false;
             }
-            let (message, detail, hint) = self.c_strings();
+            let fields = self.c_strings();
             if pg_sys::errsave_start(context, std::ptr::null()) {
-                errcode(self.code as c_int);
-                errmsg_internal(c"%s".as_ptr(), message.as_ptr());
-                if let Some(d) = &detail {
-                    errdetail_internal(c"%s".as_ptr(), d.as_ptr());
-                }
-                if let Some(h) = &hint {
-                    errhint(c"%s".as_ptr(), h.as_ptr());
-                }
+                set_fields(self.code as c_int, &fields);
                 pg_sys::errsave_finish(context, FILE.as_ptr(), 0, FUNC.as_ptr());
             }
             true
         }
     }
 
-    fn c_strings(&self) -> (CString, Option<CString>, Option<CString>) {
+    fn c_strings(&self) -> Fields {
         let utf8 = db_is_utf8();
         let c = |s: &str| CString::new(dbtext::to_db_bytes(s, utf8)).expect("NULs are dropped");
         (
@@ -140,7 +133,7 @@ impl PgError {
     /// At ERROR and above, no frame between PostgreSQL's handler and this call may hold
     /// anything with a destructor (only [`boundary`] calls it so).
     unsafe fn emit(self, level: c_int) {
-        let (message, detail, hint) = self.c_strings();
+        let fields = self.c_strings();
         let code = self.code as c_int;
         drop(self);
         // SAFETY: the ereport protocol: errstart, then the fields (each copies its string
@@ -150,16 +143,31 @@ impl PgError {
             if !errstart(level, std::ptr::null()) {
                 return;
             }
-            errcode(code);
-            errmsg_internal(c"%s".as_ptr(), message.as_ptr());
-            if let Some(d) = &detail {
-                errdetail_internal(c"%s".as_ptr(), d.as_ptr());
-            }
-            if let Some(h) = &hint {
-                errhint(c"%s".as_ptr(), h.as_ptr());
-            }
-            drop((message, detail, hint));
+            set_fields(code, &fields);
+            drop(fields);
             errfinish(FILE.as_ptr(), 0, FUNC.as_ptr());
+        }
+    }
+}
+
+/// Message, detail and hint, in the database encoding.
+type Fields = (CString, Option<CString>, Option<CString>);
+
+/// Sets the SQLSTATE and the texts of the error being built (after errstart or
+/// errsave_start returned true); each call copies its string.
+///
+/// # Safety
+/// Between errstart (or errsave_start) and errfinish (or errsave_finish).
+unsafe fn set_fields(code: c_int, (message, detail, hint): &Fields) {
+    // SAFETY: as the caller promises; "%s" with one NUL-terminated string each.
+    unsafe {
+        errcode(code);
+        errmsg_internal(c"%s".as_ptr(), message.as_ptr());
+        if let Some(d) = detail {
+            errdetail_internal(c"%s".as_ptr(), d.as_ptr());
+        }
+        if let Some(h) = hint {
+            errhint(c"%s".as_ptr(), h.as_ptr());
         }
     }
 }
