@@ -16,9 +16,17 @@
 //!
 //! Input functions report softly where the caller asks (PostgreSQL 16+: `pg_input_is_valid`,
 //! `COPY ... ON_ERROR`), through PostgreSQL's own `errsave` machinery: [`PgError::save`].
+//!
+//! Calls into PostgreSQL that may raise errors about the user's objects (the queries of
+//! seeding, which quote table and column names) run inside [`guarded`]: an error PostgreSQL
+//! raises there is kept whole, as PostgreSQL made it ([`Caught`]: every text in the database
+//! encoding, its CONTEXT lines, its position), and thrown again unchanged at the boundary.
+//! pgrx's own guard would turn its texts into lossy UTF-8.
 
 use std::ffi::{c_char, c_int, CString};
+use std::mem::MaybeUninit;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
 
 use pgrx::pg_sys;
 use pgrx::PgLogLevel;
@@ -189,6 +197,147 @@ unsafe extern "C-unwind" {
     fn errmsg_internal(fmt: *const c_char, ...) -> c_int;
     fn errdetail_internal(fmt: *const c_char, ...) -> c_int;
     fn errhint(fmt: *const c_char, ...) -> c_int;
+    fn set_errcontext_domain(domain: *const c_char) -> c_int;
+    fn errcontext_msg(fmt: *const c_char, ...) -> c_int;
+}
+
+/// An ERROR that PostgreSQL raised inside [`guarded`], copied out of its error state (in the
+/// memory context of the call that caught it) before that state was reset.
+pub struct Caught(NonNull<pg_sys::ErrorData>);
+
+// SAFETY: a pointer into this backend's memory, only ever used by the backend's one thread;
+// `Send` only because a panic payload must be.
+unsafe impl Send for Caught {}
+
+impl Caught {
+    /// Throws it again, unchanged: for the boundary, with no Rust frame left to skip.
+    ///
+    /// # Safety
+    /// As [`PgError::emit`] at ERROR: the outermost Rust frame of the call.
+    unsafe fn rethrow(self) -> ! {
+        // SAFETY: the ErrorData was copied by CopyErrorData in a context that outlives the
+        // call; ReThrowError pushes it back on the error stack and jumps to PostgreSQL's
+        // handler.
+        unsafe { ReThrowError(self.0.as_ptr()) }
+    }
+
+    /// The SQLSTATE of the error, as PostgreSQL encodes it.
+    pub fn sqlstate(&self) -> c_int {
+        // SAFETY: a live ErrorData.
+        unsafe { self.0.as_ref().sqlerrcode }
+    }
+
+    /// The message, in the database's encoding.
+    pub fn message(&self) -> Vec<u8> {
+        // SAFETY: a live ErrorData; its message is NULL or a NUL-terminated string.
+        unsafe {
+            let m = self.0.as_ref().message;
+            if m.is_null() {
+                return Vec::new();
+            }
+            std::ffi::CStr::from_ptr(m).to_bytes().to_vec()
+        }
+    }
+
+    /// Frees the copy: for callers that handle the error instead of passing it on.
+    pub fn discard(self) {
+        // SAFETY: the ErrorData came from CopyErrorData and is not used again.
+        unsafe { pg_sys::FreeErrorData(self.0.as_ptr()) }
+    }
+}
+
+/// Runs `f`, a call into PostgreSQL, catching an ERROR it raises as a [`Caught`] (by Rust
+/// unwinding, like every other error of this extension) instead of letting PostgreSQL jump
+/// over Rust frames. Unlike pgrx's guard it keeps the error as PostgreSQL made it.
+///
+/// # Safety
+/// `f` calls PostgreSQL functions declared here, not pgrx's wrappers of them (whose own guard
+/// would catch first), and owns nothing with a destructor: a jump out of it skips its frames.
+/// Only on the backend's main thread.
+#[inline(never)]
+pub unsafe fn guarded<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: the caller's contract is try_guarded's.
+    match unsafe { try_guarded(f) } {
+        Ok(r) => r,
+        Err(caught) => resume_unwind(Box::new(caught)),
+    }
+}
+
+/// As [`guarded`], handing a caught error to the caller.
+///
+/// # Safety
+/// As [`guarded`].
+#[inline(never)]
+pub unsafe fn try_guarded<T>(f: impl FnOnce() -> T) -> Result<T, Caught> {
+    let mut result = MaybeUninit::<T>::uninit();
+    // SAFETY: the pattern of PostgreSQL's PG_TRY: our jump buffer becomes the target of the
+    // next ERROR for the duration of `f`, the previous one is restored on both ways out. On a
+    // jump, CopyErrorData copies the error out of ErrorContext into the caller's context and
+    // FlushErrorState resets the error state, as PG_CATCH blocks that handle an error do.
+    unsafe {
+        let caller_cxt = pg_sys::CurrentMemoryContext;
+        let exception_stack = pg_sys::PG_exception_stack;
+        let context_stack = pg_sys::error_context_stack;
+        let jumped = cee_scape::call_with_sigsetjmp(false, |jbuf| {
+            pg_sys::PG_exception_stack = std::ptr::from_ref(jbuf).cast_mut().cast();
+            result.write(f());
+            0
+        });
+        pg_sys::PG_exception_stack = exception_stack;
+        pg_sys::error_context_stack = context_stack;
+        if jumped == 0 {
+            return Ok(result.assume_init());
+        }
+        pg_sys::CurrentMemoryContext = caller_cxt;
+        let copy = CopyErrorData();
+        FlushErrorState();
+        Err(Caught(
+            NonNull::new(copy).expect("CopyErrorData returns a copy"),
+        ))
+    }
+}
+
+// Declared here, not through pgrx, whose wrappers would set up a guard of their own (and
+// catch the very jump ReThrowError makes).
+unsafe extern "C-unwind" {
+    fn CopyErrorData() -> *mut pg_sys::ErrorData;
+    fn FlushErrorState();
+    fn ReThrowError(edata: *mut pg_sys::ErrorData) -> !;
+}
+
+/// Runs `f` with `text` as a CONTEXT line of any error PostgreSQL raises inside it (as a
+/// PostgreSQL error context callback does): for the queries the extension runs on a user's
+/// behalf, so that a failing one says what it was for.
+pub fn with_context<R>(text: &str, f: impl FnOnce() -> R) -> R {
+    let line = CString::new(dbtext::to_db_bytes(text, db_is_utf8())).expect("NULs are dropped");
+    let mut callback = pg_sys::ErrorContextCallback {
+        // SAFETY: a plain read of the backend's context stack.
+        previous: unsafe { pg_sys::error_context_stack },
+        callback: Some(context_line),
+        arg: line.as_ptr().cast_mut().cast(),
+    };
+    struct Pop(*mut pg_sys::ErrorContextCallback);
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            // SAFETY: pops the entry pushed below, which is on top: everything pushed after
+            // it was popped by its own guard (or by `guarded`, on an error).
+            unsafe { pg_sys::error_context_stack = self.0 }
+        }
+    }
+    let _pop = Pop(callback.previous);
+    // SAFETY: the entry and its text live until `_pop` removes it from the stack.
+    unsafe { pg_sys::error_context_stack = &raw mut callback };
+    f()
+}
+
+/// The error context callback of [`with_context`]: adds its line.
+unsafe extern "C-unwind" fn context_line(arg: *mut std::ffi::c_void) {
+    // SAFETY: called by errfinish with the arg set in with_context, a NUL-terminated string;
+    // errcontext_msg copies it into the error being reported and does not throw.
+    unsafe {
+        set_errcontext_domain(std::ptr::null());
+        errcontext_msg(c"%s".as_ptr(), arg.cast::<c_char>());
+    }
 }
 
 /// Runs the body of an entry point that PostgreSQL calls, and turns whatever escapes it into
@@ -214,6 +363,11 @@ pub unsafe fn boundary<R>(body: impl FnOnce() -> R) -> R {
 #[cold]
 #[inline(never)]
 unsafe fn throw(payload: Box<dyn std::any::Any + Send>) -> ! {
+    let payload = match payload.downcast::<Caught>() {
+        // SAFETY: called from `boundary` with every frame of the body unwound.
+        Ok(caught) => unsafe { caught.rethrow() },
+        Err(other) => other,
+    };
     let e = into_error(payload);
     let level = match e.level {
         Level::Error => PgLogLevel::ERROR,

@@ -8,6 +8,7 @@
 //! (55000) instead of stamping a default that another server may use too.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
@@ -15,19 +16,30 @@ use pgrx::pg_guard;
 use pgrx::pg_sys;
 
 use crate::errors::{error, Code};
+use crate::plain_decimal;
 use crate::snowflake::epoch::{parse_epoch, DEFAULT_EPOCH};
 use crate::snowflake::layout::{Layout, DEFAULT_NODE_BITS, MAX_NODE_BITS, MIN_NODE_BITS};
 
 /// The value of `snowflake.node_id` and `gdid.authority` until they are set.
-const UNSET: i32 = -1;
+const UNSET: &CStr = c"-1";
 
-static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(UNSET);
+/// `snowflake.node_id` and `gdid.authority` are text settings, parsed here as plain decimal
+/// numbers (see `plain_decimal`): an integer setting's check would only see the number
+/// PostgreSQL made of the text, `010` already turned into 8.
+static NODE_ID: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(UNSET));
 static NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_NODE_BITS as i32);
 static EPOCH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(DEFAULT_EPOCH));
 pub static MAX_SEQUENCES: GucSetting<i32> = GucSetting::<i32>::new(128);
 static MAX_SEQUENCES_PER_DATABASE: GucSetting<i32> = GucSetting::<i32>::new(64);
 static MAX_CLOCK_AHEAD_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
-static GDID_AUTHORITY: GucSetting<i32> = GucSetting::<i32>::new(UNSET);
+static GDID_AUTHORITY: GucSetting<Option<CString>> =
+    GucSetting::<Option<CString>>::new(Some(UNSET));
+/// `gdid.authority` as a number (-1: not set), kept by its assign hook in each backend: the
+/// generators read it on every call.
+static AUTHORITY: AtomicI32 = AtomicI32::new(-1);
+/// The largest node number of the layout, for the check of `snowflake.node_id`.
+static MAX_NODE: AtomicU32 = AtomicU32::new(0);
+const MAX_AUTHORITY: u32 = 15;
 static REFUSE_SHARED_NODE: GucSetting<bool> = GucSetting::<bool>::new(false);
 
 /// What is fixed at server start: the layout, from `snowflake.node_bits` and
@@ -74,25 +86,24 @@ pub fn register() {
     let node_bits = NODE_BITS.get() as u32;
     let max_node = (1 << node_bits) - 1;
 
+    MAX_NODE.store(max_node, Ordering::Relaxed);
     let node_id_given = given(c"snowflake.node_id");
     // SAFETY: the check hook only reads its arguments and returns a verdict.
     unsafe {
-        GucRegistry::define_int_guc_with_hooks(
+        GucRegistry::define_string_guc_with_hooks(
             c"snowflake.node_id",
             c"Node number written into every snowflake ID this server generates.",
             c"Required for generating snowflake IDs; unique among all servers whose IDs meet. \
-              Range 0 .. 2^node_bits - 1. Fixed at server start.",
+              Plain decimal, 0 .. 2^node_bits - 1. Fixed at server start.",
             &NODE_ID,
-            UNSET,
-            max_node,
             GucContext::Postmaster,
             GucFlags::default(),
-            Some(check_set_explicitly),
+            Some(check_node_id),
             None,
             None,
         );
     }
-    refuse_invalid_int(&node_id_given, 0, max_node, 0);
+    refuse_invalid_decimal(&node_id_given, max_node);
 
     let epoch_given = given(c"snowflake.epoch");
     // SAFETY: the check hook does not raise errors and only touches its arguments and the
@@ -145,24 +156,22 @@ pub fn register() {
     );
 
     let authority_given = given(c"gdid.authority");
-    // SAFETY: as for snowflake.node_id.
+    // SAFETY: the hooks only read their arguments; the assign hook stores a number.
     unsafe {
-        GucRegistry::define_int_guc_with_hooks(
+        GucRegistry::define_string_guc_with_hooks(
             c"gdid.authority",
             c"Authority (0 to 15) written into every gdid this server generates.",
             c"Required for generating gdids; unique among the servers that generate gdids of \
-              the same scope and sequence.",
+              the same scope and sequence. Plain decimal.",
             &GDID_AUTHORITY,
-            UNSET,
-            15,
             GucContext::Suset,
             GucFlags::default(),
-            Some(check_set_explicitly),
-            None,
+            Some(check_authority),
+            Some(assign_authority),
             None,
         );
     }
-    refuse_invalid_int(&authority_given, 0, 15, 0);
+    refuse_invalid_decimal(&authority_given, MAX_AUTHORITY);
 
     let refuse_given = given(c"snowflake.refuse_shared_node");
     GucRegistry::define_bool_guc(
@@ -189,7 +198,9 @@ pub fn register() {
         .get()
         .and_then(|s| parse_epoch(s.to_str().ok()?).ok())
         .expect("checked above");
-    let node = u32::try_from(NODE_ID.get()).ok();
+    let node = NODE_ID
+        .get()
+        .and_then(|s| plain_decimal::parse(s.to_str().ok()?, max_node).ok());
     let _ = SERVER.set(Server {
         layout: Layout::own(node_bits, epoch),
         node,
@@ -255,6 +266,15 @@ fn refuse_invalid_int(given: &Given, min: i32, max: i32, flags: c_int) {
             given,
             &format!("It must be between {min}{unit} and {max}{unit}."),
         );
+    }
+}
+
+/// Refuses a given `snowflake.node_id` or `gdid.authority` that is not a plain decimal number
+/// from 0 to `max`.
+fn refuse_invalid_decimal(given: &Given, max: u32) {
+    let Some(value) = &given.value else { return };
+    if let Err(why) = plain_decimal::parse(value, max) {
+        refuse(given, &why.describe(value));
     }
 }
 
@@ -342,30 +362,83 @@ pub fn max_sequences_per_database() -> usize {
 }
 
 /// `gdid.authority`, if it is set.
+#[inline(always)]
 pub fn gdid_authority() -> Option<u8> {
-    // SAFETY: as in max_clock_ahead_ms; the range is -1 .. 15.
-    u8::try_from(unsafe { *GDID_AUTHORITY.as_ptr() }).ok()
+    u8::try_from(AUTHORITY.load(Ordering::Relaxed)).ok()
 }
 
-/// The check hook of `snowflake.node_id` and `gdid.authority`: their boot value -1 means
-/// "not set", and cannot be set explicitly.
+/// The check of a plain decimal setting from 0 to `max`, whose boot value -1 means "not
+/// set" and cannot be set explicitly.
+///
+/// # Safety
+/// `newval` is the pointer PostgreSQL passes to a string check hook.
+unsafe fn check_decimal(
+    newval: *mut *mut c_char,
+    source: pg_sys::GucSource::Type,
+    max: u32,
+) -> bool {
+    // SAFETY: PostgreSQL passes a valid pointer to the candidate value, a NUL-terminated
+    // string (NULL only for a string reset to a NULL boot value, which these never are).
+    let text = unsafe {
+        if newval.is_null() || (*newval).is_null() {
+            return false;
+        }
+        CStr::from_ptr(*newval).to_string_lossy()
+    };
+    let problem = if text == "-1" {
+        if source == pg_sys::GucSource::PGC_S_DEFAULT {
+            return true;
+        }
+        "-1 means that the setting is not set; set a real value.".to_owned()
+    } else {
+        match plain_decimal::parse(&text, max) {
+            Ok(_) => return true,
+            Err(why) => why.describe(&text),
+        }
+    };
+    set_check_detail(&problem);
+    false
+}
+
+/// The DETAIL of a check hook's refusal.
+fn set_check_detail(detail: &str) {
+    let detail = CString::new(detail).unwrap_or_default();
+    // SAFETY: GUC_check_errdetail_string is read by the GUC machinery right after the hook
+    // returns false; pstrdup copies into the current memory context, as GUC_check_errdetail
+    // does.
+    unsafe {
+        pg_sys::GUC_check_errdetail_string = pg_sys::pstrdup(detail.as_ptr());
+    }
+}
+
 #[pg_guard]
-unsafe extern "C-unwind" fn check_set_explicitly(
-    newval: *mut c_int,
+unsafe extern "C-unwind" fn check_node_id(
+    newval: *mut *mut c_char,
     _extra: *mut *mut c_void,
     source: pg_sys::GucSource::Type,
 ) -> bool {
-    // SAFETY: PostgreSQL passes a valid pointer to the candidate value.
-    if unsafe { *newval } != UNSET || source == pg_sys::GucSource::PGC_S_DEFAULT {
-        return true;
-    }
-    // SAFETY: GUC_check_errdetail_string is read by the GUC machinery right after we return
-    // false; pstrdup copies into the current memory context, as GUC_check_errdetail does.
-    unsafe {
-        pg_sys::GUC_check_errdetail_string =
-            pg_sys::pstrdup(c"-1 means that the setting is not set; set a real value.".as_ptr());
-    }
-    false
+    // SAFETY: called by PostgreSQL as a string check hook.
+    unsafe { check_decimal(newval, source, MAX_NODE.load(Ordering::Relaxed)) }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn check_authority(
+    newval: *mut *mut c_char,
+    _extra: *mut *mut c_void,
+    source: pg_sys::GucSource::Type,
+) -> bool {
+    // SAFETY: called by PostgreSQL as a string check hook.
+    unsafe { check_decimal(newval, source, MAX_AUTHORITY) }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn assign_authority(newval: *const c_char, _extra: *mut c_void) {
+    // SAFETY: the value the check hook accepted, a NUL-terminated string (or NULL).
+    let text = unsafe { (!newval.is_null()).then(|| CStr::from_ptr(newval).to_string_lossy()) };
+    let n = text
+        .and_then(|t| plain_decimal::parse(&t, MAX_AUTHORITY).ok())
+        .map_or(-1, |n| n as i32);
+    AUTHORITY.store(n, Ordering::Relaxed);
 }
 
 #[pg_guard]
@@ -387,10 +460,6 @@ unsafe extern "C-unwind" fn check_epoch(
         Ok(Err(msg)) => msg,
         Err(_) => "the value is not valid UTF-8".to_string(),
     };
-    let detail = CString::new(problem).unwrap_or_default();
-    // SAFETY: as in check_set_explicitly.
-    unsafe {
-        pg_sys::GUC_check_errdetail_string = pg_sys::pstrdup(detail.as_ptr());
-    }
+    set_check_detail(&problem);
     false
 }

@@ -10,6 +10,7 @@
 pub mod dbtext;
 pub mod durable;
 pub mod gdid;
+pub mod plain_decimal;
 pub mod registry;
 pub mod sequence_id;
 pub mod sightings;
@@ -17,14 +18,18 @@ pub mod snowflake;
 
 mod callsite;
 mod compat;
+mod defaults;
 mod dropdb;
 mod errors;
 mod fmgr;
 mod guc;
+mod maintenance;
 mod observe;
 mod seed;
 mod sequences;
 mod shmem;
+mod spi;
+mod utility;
 
 #[cfg(test)]
 mod testrng;
@@ -53,6 +58,7 @@ pub extern "C" fn _PG_init() {
             shmem::install_hooks(durable::recovery::load_at_startup);
             durable::recovery::register(sequences::KINDS);
             dropdb::install_hook();
+            utility::install_hook();
         })
     }
 }

@@ -232,13 +232,25 @@ pub fn snowflake(
         layout_changed(&seq, name, layout);
     }
     if !seq.slot().is_seeded() {
-        if let Some(id) = seed::snowflake_floor(bytes, node, layout) {
-            let parts = layout
-                .decode(id)
-                .expect("the floor decodes: seed checked it");
-            seq.raise_to(layout.tick_of(parts));
-        }
-        seq.slot().mark_seeded();
+        seed::exclusively(seq.idx(), 0, || {
+            if seq.slot().is_seeded() {
+                return; // seeded by the backend this one waited for
+            }
+            // The sequence's next tick is never below the clock's now, so only stored IDs at
+            // or above it can collide; holding the sequence at now also keeps a clock that
+            // steps back meanwhile from reaching below what was looked at.
+            let now = wallclock::precise_unix_ms();
+            if let (Ok(now_ms), Ok(from)) = (layout.ms_since_epoch(now), layout.min_id_at(now)) {
+                seq.raise_to((now_ms << layout.counter_bits).saturating_sub(1));
+                if let Some(id) = seed::snowflake_floor(bytes, node, layout, from) {
+                    let parts = layout
+                        .decode(id)
+                        .expect("the floor decodes: it is a node's ID of this layout");
+                    seq.raise_to(layout.tick_of(parts));
+                }
+            }
+            seq.slot().mark_seeded();
+        });
     }
     seq
 }
@@ -250,10 +262,15 @@ pub fn gdid(registry: &Registry<'static>, scope: &[u8], sequence: &[u8]) -> Gdid
     let name = SequenceName::Gdid { scope, sequence };
     let seq = find_or_create(registry, name, CreationLayout::default(), GdidSeq::new);
     if let (false, Some(authority)) = (seq.slot().is_seeded(), guc::gdid_authority()) {
-        if let Some(floor) = seed::gdid_floor(scope, sequence, authority) {
-            advance(seq, floor);
-        }
-        seq.slot().mark_seeded();
+        seed::exclusively(seq.idx(), 0, || {
+            if seq.slot().is_seeded() {
+                return; // seeded by the backend this one waited for
+            }
+            if let Some(floor) = seed::gdid_floor(scope, sequence, authority) {
+                advance(seq, floor);
+            }
+            seq.slot().mark_seeded();
+        });
     }
     seq
 }

@@ -32,6 +32,15 @@ refuses 'snowflake.node_id = -1' 'invalid value for parameter "snowflake.node_id
 refuses 'snowflake.node_id = one' 'invalid value for parameter "snowflake.node_id": "one"'
 refuses 'snowflake.node_bits = 14' 'invalid value for parameter "snowflake.node_bits": "14"'
 refuses 'gdid.authority = 16' 'invalid value for parameter "gdid.authority": "16"'
+# The node number and the authority are plain decimal: PostgreSQL reads an integer setting's
+# 010 as 8 (octal), 0x10 as 16, 1.5 as 2; here each is refused, naming the setting.
+refuses 'snowflake.node_id = 010' 'invalid value for parameter "snowflake.node_id": "010"'
+refuses 'snowflake.node_id = 0x10' 'invalid value for parameter "snowflake.node_id": "0x10"'
+refuses 'snowflake.node_id = 1.5' 'invalid value for parameter "snowflake.node_id": "1.5"'
+refuses "snowflake.node_id = '+2'" 'invalid value for parameter "snowflake.node_id": "+2"'
+refuses "snowflake.node_id = '1e1'" 'invalid value for parameter "snowflake.node_id": "1e1"'
+refuses 'gdid.authority = 15.4' 'invalid value for parameter "gdid.authority": "15.4"'
+refuses 'gdid.authority = 07' 'invalid value for parameter "gdid.authority": "07"'
 refuses "snowflake.epoch = '2026-13-01'" 'invalid value for parameter "snowflake.epoch": "2026-13-01"'
 refuses "snowflake.epoch = '1970-01-01 00:00:00+01'" \
     'invalid value for parameter "snowflake.epoch": "1970-01-01 00:00:00+01"'

@@ -19,6 +19,29 @@ fail() {
     exit 1
 }
 
+# free_port: a TCP port on loopback that nothing listens on, for a new instance.
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_until SECONDS DESCRIPTION COMMAND...: runs COMMAND every 0.1 s until it succeeds; fails
+# the test with DESCRIPTION after SECONDS.
+wait_until() {
+    local seconds=$1 what=$2 i
+    shift 2
+    for ((i = 0; i < seconds * 10; i++)); do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    fail "timed out after $seconds s waiting for $what"
+}
+
+# sql_is DIR SQL EXPECTED: whether the single value SQL returns (in database postgres) equals
+# EXPECTED; for wait_until.
+sql_is() {
+    [ "$(pg_psql "$1" -d postgres -Atc "$2" 2>/dev/null)" = "$3" ]
+}
+
 # expect DIR SQL EXPECTED: the single value SQL returns must equal EXPECTED.
 expect() {
     local got

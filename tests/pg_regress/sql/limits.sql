@@ -35,11 +35,11 @@ SELECT snowflake_next('one_too_many');
 SELECT gdid_next('one', 'too_many');
 \echo :LAST_ERROR_SQLSTATE
 SELECT snowflake_next('orders') > 0 AS existing_names_still_work;
-ALTER SYSTEM RESET snowflake.max_sequences_per_database;
+ALTER SYSTEM RESET snowflake.max_sequences_per_database; -- back to 100, from postgresql.conf
 SELECT pg_reload_conf();
 SELECT pg_sleep(0.5);
 
--- snowflake.max_sequences is 54 in this test instance, for the sequences of all databases
+-- snowflake.max_sequences is 81 in this test instance, for the sequences of all databases
 -- together (encodings made seven in other databases) and of both kinds, dropped ones
 -- included until the next start (lifecycle dropped eight): once every slot is taken, new names
 -- are refused, while names that already exist keep working.

@@ -24,6 +24,26 @@ ALTER SYSTEM SET gdid.authority = 16;
 \echo :LAST_ERROR_SQLSTATE
 ALTER SYSTEM SET gdid.authority = -1;
 \echo :LAST_ERROR_SQLSTATE
+-- The node number and the authority are plain decimal numbers: an integer setting would read
+-- '010' as 8 (octal), '0x10' as 16, '1.5' and '2.5' as 2, and a zero-padded inventory number
+-- would silently collide with another server's.
+ALTER SYSTEM SET snowflake.node_id = '010';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET snowflake.node_id = '0x10';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET snowflake.node_id = '1.5';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET snowflake.node_id = '+1';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET snowflake.node_id = '1e2';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET gdid.authority = '15.4';
+\echo :LAST_ERROR_SQLSTATE
+SET gdid.authority = '010';
+\echo :LAST_ERROR_SQLSTATE
+SELECT set_config('gdid.authority', '0x1', false);
+\echo :LAST_ERROR_SQLSTATE
+SHOW gdid.authority;
 ALTER SYSTEM SET snowflake.node_bits = 6;
 \echo :LAST_ERROR_SQLSTATE
 ALTER SYSTEM SET snowflake.node_bits = 14;
@@ -70,6 +90,16 @@ SELECT pg_reload_conf();
 -- but can generate and decode.
 SELECT snowflake_node(snowflake_next('user_seq')) AS node;
 RESET ROLE;
+
+-- ALTER SYSTEM of one of node bits and node number checks the pair the configuration files
+-- now hold (this instance's postgresql.conf sets node_id 5): a pair the server could not start
+-- with is written, with a WARNING that names the other setting.
+ALTER SYSTEM SET snowflake.node_bits = 7;
+ALTER SYSTEM SET snowflake.node_id = 500;
+ALTER SYSTEM SET snowflake.node_bits = 13;
+ALTER SYSTEM SET snowflake.node_bits = 8;
+ALTER SYSTEM RESET snowflake.node_bits;
+ALTER SYSTEM RESET snowflake.node_id;
 
 -- The node number takes effect at the next start only, so that every backend of a server
 -- always stamps the same one: a reload leaves it, and says a restart is pending.

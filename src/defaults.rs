@@ -1,0 +1,363 @@
+//! Which columns take their values from a sequence: those whose DEFAULT calls this
+//! extension's generator with the sequence's names as constants.
+//!
+//! The catalog says which defaults call the generator at all (`pg_depend` from the default
+//! to the function). Whether a call names the sequence is decided on the default's expression
+//! tree, after PostgreSQL's own constant folding (`eval_const_expressions`), so that every
+//! way of writing a constant name counts: `snowflake_next('orders')`, named arguments,
+//! `'orders'::varchar`, `'orders' COLLATE "C"`, `CAST(... AS text)`, `'ord' || 'ers'`.
+//! Folding may run functions of the default (an immutable function of constants), so it runs
+//! as the table's owner (see `maintenance`); a default whose folding fails is skipped, with a
+//! line in the server log, since every INSERT that used it would have failed as well.
+//!
+//! Only plain and partitioned tables are read: a view, a foreign table or anything else that
+//! runs code on read is never a place a generator's values are stored, so it is not looked
+//! at. A partitioned table stands for its leaf partitions (foreign partitions excluded), each
+//! read as its own owner. Other sessions' temporary tables are invisible to this session and
+//! are skipped.
+
+use std::ffi::{c_void, CString};
+
+use pgrx::pg_guard;
+use pgrx::pg_sys::{self, Oid};
+
+use crate::dbtext::DbText;
+use crate::errors::{self, error, Code};
+use crate::maintenance;
+use crate::spi::Connection;
+
+/// A table column to read.
+#[derive(Debug, Clone)]
+pub struct Column {
+    /// The table (a leaf: a plain table or a partition), read as its owner.
+    pub table: Oid,
+    pub owner: Oid,
+    /// `schema.table`, quoted as needed, in the database's encoding.
+    pub table_name: Vec<u8>,
+    /// The column, quoted as needed, in the database's encoding.
+    pub column_name: Vec<u8>,
+    /// The column's type (a domain, or its base type).
+    pub ty: Oid,
+}
+
+/// What a column holds, by its type (a domain counts as its base type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holds {
+    /// `bigint`, `integer`, `numeric`: snowflake IDs (the `snowflake` domain is a bigint).
+    Integers,
+    /// The extension's `gdid`.
+    Gdids,
+}
+
+impl Holds {
+    /// The condition on the base type's OID, `b`, in the query below.
+    fn condition(self) -> String {
+        match self {
+            Holds::Integers => format!(
+                "b IN ({}, {}, {})",
+                pg_sys::INT8OID.to_u32(),
+                pg_sys::INT4OID.to_u32(),
+                pg_sys::NUMERICOID.to_u32()
+            ),
+            Holds::Gdids => "b IN (SELECT g.oid FROM pg_catalog.pg_type g
+                                     JOIN pg_catalog.pg_depend gx
+                                       ON gx.classid = 'pg_catalog.pg_type'::pg_catalog.regclass
+                                      AND gx.objid = g.oid AND gx.deptype = 'e'
+                                      AND gx.refobjid = e.oid
+                                    WHERE g.typname = 'gdid')"
+                .to_owned(),
+        }
+    }
+}
+
+/// The columns whose DEFAULT calls the extension's function `function` with exactly `names`
+/// as its arguments, and which hold what the function makes.
+pub fn calling(
+    conn: &mut Connection,
+    function: &str,
+    names: &[&[u8]],
+    holds: Holds,
+) -> Vec<Column> {
+    let query = CString::new(format!(
+        "SELECT d.adbin::pg_catalog.text, p.oid, c.oid, c.relkind, c.relowner,
+                pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname),
+                pg_catalog.quote_ident(a.attname::pg_catalog.text), a.atttypid,
+                a.attname::pg_catalog.text
+           FROM pg_catalog.pg_proc p
+           JOIN pg_catalog.pg_depend x ON x.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                AND x.objid = p.oid AND x.deptype = 'e'
+           JOIN pg_catalog.pg_extension e ON e.oid = x.refobjid AND e.extname = 'snowflake_id'
+           JOIN pg_catalog.pg_depend u ON u.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                AND u.refobjid = p.oid AND u.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+           JOIN pg_catalog.pg_attrdef d ON d.oid = u.objid
+           JOIN pg_catalog.pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+                AND NOT a.attisdropped
+           JOIN pg_catalog.pg_class c ON c.oid = d.adrelid
+           JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+           JOIN pg_catalog.pg_type t ON t.oid = a.atttypid,
+                LATERAL (SELECT CASE t.typtype WHEN 'd' THEN t.typbasetype ELSE t.oid END AS b) base
+          WHERE p.proname = '{function}'
+            AND c.relkind IN ('r', 'p')
+            AND (c.relpersistence <> 't' OR c.relnamespace = pg_catalog.pg_my_temp_schema())
+            AND {}
+          ORDER BY d.adrelid, d.adnum",
+        holds.condition()
+    ))
+    .expect("no NUL in the query");
+    struct Found {
+        tree: Vec<u8>,
+        func: Oid,
+        rel: Oid,
+        relkind: u8,
+        owner: Oid,
+        table_name: Vec<u8>,
+        column_name: Vec<u8>,
+        ty: Oid,
+        attname: Vec<u8>,
+    }
+    let found: Vec<Found> = {
+        let rows = conn.select(&query, 0);
+        (0..rows.len())
+            .filter_map(|r| {
+                Some(Found {
+                    tree: rows.text(r, 1)?,
+                    func: rows.oid(r, 2)?,
+                    rel: rows.oid(r, 3)?,
+                    relkind: rows.char(r, 4)?,
+                    owner: rows.oid(r, 5)?,
+                    table_name: rows.text(r, 6)?,
+                    column_name: rows.text(r, 7)?,
+                    ty: rows.oid(r, 8)?,
+                    attname: rows.text(r, 9)?,
+                })
+            })
+            .collect()
+    };
+    let mut columns: Vec<Column> = Vec::new();
+    for f in found {
+        if !default_calls_with(
+            &f.tree,
+            f.func,
+            names,
+            f.owner,
+            &f.table_name,
+            &f.column_name,
+        ) {
+            continue;
+        }
+        let found = if f.relkind == b'p' {
+            leaf_partitions(conn, f.rel, &f.attname, &f.column_name)
+        } else {
+            vec![Column {
+                table: f.rel,
+                owner: f.owner,
+                table_name: f.table_name,
+                column_name: f.column_name,
+                ty: f.ty,
+            }]
+        };
+        // A partition with the default of its own is listed twice; read it once.
+        for c in found {
+            if !columns
+                .iter()
+                .any(|k| k.table == c.table && k.column_name == c.column_name)
+            {
+                columns.push(c);
+            }
+        }
+    }
+    columns
+}
+
+/// The leaf partitions of partitioned table `rel` that are plain tables, with their column
+/// named `attname` (a partition's columns have its parent's names, not its numbers).
+fn leaf_partitions(
+    conn: &mut Connection,
+    rel: Oid,
+    attname: &[u8],
+    column_name: &[u8],
+) -> Vec<Column> {
+    let mut query = format!(
+        "SELECT c.oid, c.relowner,
+                pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname),
+                a.atttypid
+           FROM pg_catalog.pg_partition_tree({}::pg_catalog.oid) t
+           JOIN pg_catalog.pg_class c ON c.oid = t.relid
+           JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+           JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND NOT a.attisdropped
+          WHERE t.isleaf AND c.relkind = 'r'
+            AND pg_catalog.convert_to(a.attname::pg_catalog.text, pg_catalog.getdatabaseencoding()) = pg_catalog.decode('",
+        rel.to_u32()
+    )
+    .into_bytes();
+    // The name as a bytea literal: whatever its bytes, the query text stays ASCII.
+    for b in attname {
+        query.extend_from_slice(format!("{b:02x}").as_bytes());
+    }
+    query.extend_from_slice(b"', 'hex')");
+    let query = CString::new(query).expect("no NUL in the query");
+    let rows = conn.select(&query, 0);
+    (0..rows.len())
+        .filter_map(|r| {
+            Some(Column {
+                table: rows.oid(r, 1)?,
+                owner: rows.oid(r, 2)?,
+                table_name: rows.text(r, 3)?,
+                column_name: column_name.to_vec(),
+                ty: rows.oid(r, 4)?,
+            })
+        })
+        .collect()
+}
+
+/// Whether the default expression `tree` (a `pg_node_tree`) calls function `func` with
+/// exactly `names` as its arguments once they are folded to constants. Folding runs as the
+/// table's `owner`.
+fn default_calls_with(
+    tree: &[u8],
+    func: Oid,
+    names: &[&[u8]],
+    owner: Oid,
+    table_name: &[u8],
+    column_name: &[u8],
+) -> bool {
+    let Ok(tree) = CString::new(tree) else {
+        return false;
+    };
+    let mut calls = Calls {
+        func,
+        found: Vec::new(),
+    };
+    // SAFETY: stringToNode parses a pg_node_tree into nodes in the current memory context;
+    // the walker visits them with `calls` as its context, which outlives the walk.
+    unsafe {
+        let node = pg_sys::stringToNode(tree.as_ptr()).cast::<pg_sys::Node>();
+        find_calls(node, (&raw mut calls).cast());
+    }
+    calls.found.into_iter().any(|call| {
+        maintenance::as_owner(owner, || match fold(call) {
+            Ok(folded) => has_names(folded, func, names),
+            Err(caught) => {
+                error(
+                    Code::ERRCODE_SUCCESSFUL_COMPLETION,
+                    format!(
+                        "the DEFAULT of column {} of table {} could not be evaluated, so it is not taken to name a sequence",
+                        DbText(column_name),
+                        DbText(table_name)
+                    ),
+                )
+                .detail(format!(
+                    "{} (SQLSTATE {})",
+                    DbText(&caught.message()),
+                    sqlstate_text(caught.sqlstate())
+                ))
+                .log(false);
+                caught.discard();
+                false
+            }
+        })
+    })
+}
+
+/// `call` after constant folding, in a subtransaction: an error folding raises is caught
+/// and the subtransaction rolled back, so that one broken default cannot stop the seeding of
+/// every sequence.
+fn fold(call: *mut pg_sys::Node) -> Result<*mut pg_sys::Node, errors::Caught> {
+    // SAFETY: the pattern of PL/pgSQL's exception blocks: an internal subtransaction around
+    // the work, its memory context and resource owner put back on both ways out. The folded
+    // tree is allocated in the caller's memory context, which outlives the subtransaction.
+    // eval_const_expressions is called undeclared-by-pgrx (below) inside try_guarded.
+    unsafe {
+        let cxt = pg_sys::CurrentMemoryContext;
+        let owner = pg_sys::CurrentResourceOwner;
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::CurrentMemoryContext = cxt;
+        let r = errors::try_guarded(|| eval_const_expressions(std::ptr::null_mut(), call));
+        pg_sys::CurrentMemoryContext = cxt;
+        match r {
+            Ok(_) => pg_sys::ReleaseCurrentSubTransaction(),
+            Err(_) => pg_sys::RollbackAndReleaseCurrentSubTransaction(),
+        }
+        pg_sys::CurrentMemoryContext = cxt;
+        pg_sys::CurrentResourceOwner = owner;
+        r
+    }
+}
+
+/// Whether `node` is a call of `func` whose arguments are the text constants `names`.
+fn has_names(node: *mut pg_sys::Node, func: Oid, names: &[&[u8]]) -> bool {
+    // SAFETY: node is an expression node; each cast follows its tag; a text Const's value is
+    // a varlena.
+    unsafe {
+        if node.is_null() || (*node).type_ != pg_sys::NodeTag::T_FuncExpr {
+            return false;
+        }
+        let f = node.cast::<pg_sys::FuncExpr>();
+        if (*f).funcid != func {
+            return false;
+        }
+        let args = pgrx::PgList::<pg_sys::Node>::from_pg((*f).args);
+        args.len() == names.len()
+            && (0..args.len()).all(|i| {
+                args.get_ptr(i)
+                    .and_then(|a| const_text(a))
+                    .is_some_and(|text| text == names[i])
+            })
+    }
+}
+
+/// The bytes of a non-null constant of type text, if `node` is one.
+///
+/// # Safety
+/// `node` is an expression node.
+unsafe fn const_text<'a>(node: *mut pg_sys::Node) -> Option<&'a [u8]> {
+    // SAFETY: the cast follows the node's tag; a text Const's value is a varlena.
+    unsafe {
+        if (*node).type_ != pg_sys::NodeTag::T_Const {
+            return None;
+        }
+        let c = node.cast::<pg_sys::Const>();
+        if (*c).constisnull || (*c).consttype != pg_sys::TEXTOID {
+            return None;
+        }
+        Some(crate::fmgr::varlena_bytes((*c).constvalue.cast_mut_ptr()))
+    }
+}
+
+struct Calls {
+    func: Oid,
+    found: Vec<*mut pg_sys::Node>,
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn find_calls(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+    if node.is_null() {
+        return false;
+    }
+    // SAFETY: context is the Calls of default_calls_with; node is a node of the parsed
+    // expression, a FuncExpr when its tag says so.
+    unsafe {
+        let calls = &mut *context.cast::<Calls>();
+        if (*node).type_ == pg_sys::NodeTag::T_FuncExpr
+            && (*node.cast::<pg_sys::FuncExpr>()).funcid == calls.func
+        {
+            calls.found.push(node);
+        }
+        pg_sys::expression_tree_walker(node, Some(find_calls), context)
+    }
+}
+
+/// The five characters of a SQLSTATE as PostgreSQL packs it.
+fn sqlstate_text(code: i32) -> String {
+    (0..5)
+        .map(|i| (((code >> (6 * i)) & 0x3F) as u8 + b'0') as char)
+        .collect()
+}
+
+unsafe extern "C-unwind" {
+    // Declared here so that errors::try_guarded is the only guard around it.
+    fn eval_const_expressions(
+        root: *mut pg_sys::PlannerInfo,
+        node: *mut pg_sys::Node,
+    ) -> *mut pg_sys::Node;
+}
