@@ -31,7 +31,7 @@ use std::ptr::NonNull;
 use pgrx::pg_sys;
 use pgrx::PgLogLevel;
 
-use crate::dbtext;
+use crate::dbtext::{self, DbText};
 
 pub use pgrx::PgSqlErrorCode as Code;
 
@@ -431,6 +431,33 @@ pub fn no_unwind<R>(f: impl FnOnce() -> R) -> R {
     let r = f();
     std::mem::forget(bomb);
     r
+}
+
+/// A name quoted in a message: at most its first [`MAX_QUOTED`] bytes, cut at a character
+/// boundary of the database's encoding, with `...` when cut. A 100 KB argument must not make
+/// a 100 KB message.
+pub struct Clipped<'a>(pub &'a [u8]);
+
+/// The most bytes of a name a message quotes: a PostgreSQL identifier's limit.
+pub const MAX_QUOTED: usize = 63;
+
+impl std::fmt::Display for Clipped<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.len() <= MAX_QUOTED {
+            return write!(f, "{}", DbText(self.0));
+        }
+        // SAFETY: pg_mbcliplen reads at most `len` bytes of the buffer, which has them, and
+        // only measures characters of the database encoding.
+        let cut = unsafe {
+            pg_sys::pg_mbcliplen(
+                self.0.as_ptr().cast(),
+                self.0.len() as c_int,
+                MAX_QUOTED as c_int,
+            )
+        };
+        let cut = usize::try_from(cut).unwrap_or(0).min(MAX_QUOTED);
+        write!(f, "{}...", DbText(&self.0[..cut]))
+    }
 }
 
 /// What every entry point says when the library was loaded on demand instead of at start-up.

@@ -20,6 +20,7 @@ mod callsite;
 mod compat;
 mod defaults;
 mod dropdb;
+mod dropping;
 mod errors;
 mod fmgr;
 mod guc;

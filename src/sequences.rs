@@ -4,11 +4,10 @@
 
 use pgrx::pg_sys;
 
-use crate::dbtext::DbText;
 use crate::durable::lease::LeaseLock;
 use crate::durable::record::{Lease, LeaseRecord};
 use crate::durable::recovery::{self, Kinds};
-use crate::errors::{error, not_preloaded, Code};
+use crate::errors::{error, not_preloaded, Clipped, Code};
 use crate::gdid::sequence::GdidSeq;
 use crate::gdid::value::Gdid;
 use crate::guc::{self, Server};
@@ -19,7 +18,7 @@ use crate::snowflake::epoch::format_utc;
 use crate::snowflake::layout::Layout;
 use crate::snowflake::sequence::{creation_layout, SnowflakeSeq};
 use crate::snowflake::wallclock;
-use crate::{observe, seed, shmem};
+use crate::{dropping, observe, seed, shmem};
 
 pub fn current_db() -> u32 {
     // SAFETY: MyDatabaseId is set for the life of a backend connected to a database.
@@ -129,7 +128,7 @@ fn check_or_raise(name: &SequenceName<'_>) {
         .raise(),
         NameError::TooLong => error(
             Code::ERRCODE_NAME_TOO_LONG,
-            format!("{what} name \"{}\" is too long", DbText(bad.name)),
+            format!("{what} name \"{}\" is too long", Clipped(bad.name)),
         )
         .detail(format!("Names are at most {MAX_NAME_LEN} bytes."))
         .raise(),
@@ -288,8 +287,9 @@ pub fn advance(seq: GdidSeq<'_>, past: Gdid) {
     }
 }
 
-/// Drops sequence `name` of the current database, if it exists: the next use of the name
-/// starts a new sequence, seeded above the stored values (see `seed`). True if it existed.
+/// Drops sequence `name` of the current database when the transaction commits, if it exists
+/// (see `dropping`): the next use of the name then starts a new sequence, seeded above the
+/// stored values (see `seed`). True if it existed.
 pub fn drop(registry: &Registry<'static>, name: SequenceName<'_>) -> bool {
     check_or_raise(&name);
     let key_name = name.key_name();
@@ -298,14 +298,11 @@ pub fn drop(registry: &Registry<'static>, name: SequenceName<'_>) -> bool {
         kind: name.kind(),
         name: key_name.as_bytes(),
     };
-    let _lock = LeaseLock::acquire();
-    match registry.find(key) {
-        Some(idx) => {
-            recovery::forget(registry, idx);
-            true
-        }
-        None => false,
+    if registry.find(key).is_none() {
+        return false;
     }
+    dropping::at_commit(key.to_owned());
+    true
 }
 
 /// Drops every sequence of database `db`, which is being dropped: its slots are free again at

@@ -145,6 +145,7 @@ DECLARE
     rel record;
     att record;
     name text := seq;
+    clipped text;
     identity_kind "char";
     owned regclass;
     fk record;
@@ -182,8 +183,17 @@ BEGIN
     IF name IS NULL THEN
         name := format('%s.%s.%s', rel.nspname, rel.relname, col);
     END IF;
+    -- Every argument is checked before anything changes.
+    IF name = '' THEN
+        RAISE EXCEPTION 'snowflake sequence name must not be empty' USING ERRCODE = '22023';
+    END IF;
     IF octet_length(name) > 63 THEN
-        RAISE EXCEPTION 'snowflake sequence name "%" is too long', name USING ERRCODE = '42622',
+        -- Quoted up to its first 63 bytes, cut at a character boundary.
+        clipped := left(name, 63);
+        WHILE octet_length(clipped) > 63 LOOP
+            clipped := left(clipped, -1);
+        END LOOP;
+        RAISE EXCEPTION 'snowflake sequence name "%..." is too long', clipped USING ERRCODE = '42622',
             DETAIL = 'Names are at most 63 bytes.',
             HINT = 'Pass a shorter name as the third argument.';
     END IF;

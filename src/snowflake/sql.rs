@@ -9,10 +9,9 @@ use super::layout::{preset, preset_names, Layout, Parts};
 use super::sequence::{lease_target_ms, Miss, SnowflakeSeq};
 use super::wallclock;
 use crate::callsite;
-use crate::dbtext::DbText;
 use crate::durable::lease::LeaseLock;
 use crate::durable::record::{Lease, LeaseRecord};
-use crate::errors::{error, Code};
+use crate::errors::{error, Clipped, Code};
 use crate::fmgr::{self, finfo, v1, Call};
 use crate::registry::Kind;
 use crate::sequence_id::SequenceName;
@@ -263,7 +262,7 @@ fn named_layout(name: &[u8]) -> &'static Layout {
         Some(p) => &p.layout,
         None => error(
             Code::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("unknown snowflake layout \"{}\"", DbText(name)),
+            format!("unknown snowflake layout \"{}\"", Clipped(name)),
         )
         .hint(format!("Known layouts: {}.", preset_names()))
         .raise(),

@@ -47,19 +47,19 @@ BEGIN
     EXECUTE format('INSERT INTO %I DEFAULT VALUES', tbl);
     RETURN round(extract(epoch FROM clock_timestamp() - t0)::numeric * 1000, 2);
 END \$\$;
--- One first insert into TABLE, its sequences dropped first: milliseconds.
-CREATE FUNCTION first_insert_ms(tbl text) RETURNS numeric LANGUAGE sql
-    BEGIN ATOMIC
-        SELECT snowflake_drop_sequence(tbl), gdid_drop_sequence('seed', tbl);
-        SELECT insert_ms(tbl);
-    END;
 SQL
+# first_insert_ms TABLE: one first insert into TABLE, its sequences dropped just before (a
+# drop takes effect at commit): milliseconds.
+first_insert_ms() {
+    sql "SELECT snowflake_drop_sequence('$1'), gdid_drop_sequence('seed', '$1')" >/dev/null
+    sql "SELECT insert_ms('$1')"
+}
 
 # 1. Cost: first inserts into each table, alternating, ROUNDS times; medians.
 : >"$CLUSTER_ROOT/times"
 for r in $(seq 1 $ROUNDS); do
     for t in other_node own_node; do
-        echo "$t $(sql "SELECT first_insert_ms('$t')")" >>"$CLUSTER_ROOT/times"
+        echo "$t $(first_insert_ms "$t")" >>"$CLUSTER_ROOT/times"
     done
 done
 median() { grep "^$1 " "$CLUSTER_ROOT/times" | awk '{print $2}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

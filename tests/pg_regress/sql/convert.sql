@@ -76,6 +76,12 @@ SELECT snowflake_convert_column(NULL, 'id');
 SELECT snowflake_convert_column('notint', 'n', repeat('x', 64));
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM describe('notint');
+-- An empty sequence name is refused before anything changes: the serial key keeps its
+-- sequence and its default.
+CREATE TABLE serial_kept (id serial PRIMARY KEY);
+SELECT snowflake_convert_column('serial_kept', 'id', '');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM describe('serial_kept');
 CREATE ROLE convert_user;
 GRANT SELECT, INSERT ON shared TO convert_user;
 SET ROLE convert_user;
@@ -84,7 +90,8 @@ SELECT snowflake_convert_column('shared', 'id');
 RESET ROLE;
 
 DROP VIEW parent_view;
-DROP TABLE grandchild, child, parent, big, ident_always, ident_default, shared, notint, composite;
+DROP TABLE grandchild, child, parent, big, ident_always, ident_default, shared, notint, composite,
+    serial_kept;
 DROP SEQUENCE shared_seq;
 DROP ROLE convert_user;
 DROP FUNCTION describe(regclass);

@@ -44,9 +44,9 @@ SELECT (SELECT id FROM lc_events WHERE note = 'after the drop') >
        (SELECT max(id) FROM lc_events WHERE note <> 'after the drop' AND snowflake_node(id) = 5)
        AS above_every_earlier_id_of_node_5;
 -- A call site that has resolved its names keeps working when its sequence is dropped between
--- two calls: here the same two PL/pgSQL expressions run three times in one transaction, each
--- time followed by a drop; every call finds the name's new sequence, which continues above
--- the values stored so far.
+-- two calls: here the same two PL/pgSQL expressions run three times, each time followed by a
+-- drop and a COMMIT (a drop takes effect at commit); every call finds the name's new
+-- sequence, which continues above the values stored so far.
 CREATE TABLE lc_under (id snowflake DEFAULT snowflake_next('lc_dropped_under'),
                        g gdid DEFAULT gdid_next('restore', 'lc_dropped_under'));
 DO $$
@@ -60,12 +60,47 @@ BEGIN
         INSERT INTO lc_under VALUES (id, g);
         PERFORM snowflake_drop_sequence('lc_dropped_under'),
                 gdid_drop_sequence('restore', 'lc_dropped_under');
+        COMMIT;
     END LOOP;
 END $$;
 SELECT array_agg(g ORDER BY g) AS gdids, count(DISTINCT id) AS distinct_ids,
        array_agg(id ORDER BY g) = array_agg(id ORDER BY id) AS ids_in_order
   FROM lc_under;
+
+-- A drop takes effect when its transaction commits, like DROP SEQUENCE: rolled back, in
+-- the transaction or in a subtransaction, it changes nothing; until the commit the sequence
+-- goes on working.
+SELECT snowflake_next('lc_kept') > 0 AS created;
+BEGIN;
+SELECT snowflake_drop_sequence('lc_kept');
+ROLLBACK;
+BEGIN;
+SAVEPOINT before_drop;
+SELECT snowflake_drop_sequence('lc_kept');
+ROLLBACK TO before_drop;
+COMMIT;
+SELECT count(*) AS still_there FROM snowflake_sequences WHERE name = 'lc_kept';
+BEGIN;
+SELECT snowflake_drop_sequence('lc_kept');
+SELECT snowflake_next('lc_kept') > 0 AS still_generates, count(*) AS still_listed
+  FROM snowflake_sequences WHERE name = 'lc_kept';
+COMMIT;
+SELECT count(*) AS gone FROM snowflake_sequences WHERE name = 'lc_kept';
+-- A transaction that dropped a sequence cannot be prepared (the drop lives in this backend).
+SELECT snowflake_next('lc_kept') > 0 AS created_again;
+BEGIN;
+SELECT snowflake_drop_sequence('lc_kept');
+PREPARE TRANSACTION 'lc_drop';
+SELECT count(*) AS not_dropped FROM snowflake_sequences WHERE name = 'lc_kept';
+
 SELECT snowflake_drop_sequence('');
+\echo :LAST_ERROR_SQLSTATE
+-- A name too long is quoted up to its first 63 bytes.
+SELECT snowflake_drop_sequence(repeat('x', 100000));
+\echo :LAST_ERROR_SQLSTATE
+SELECT gdid_next('restore', repeat('y', 100000));
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_node(1, repeat('z', 100000));
 \echo :LAST_ERROR_SQLSTATE
 CREATE ROLE lifecycle_user;
 SET ROLE lifecycle_user;

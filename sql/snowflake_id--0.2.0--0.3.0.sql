@@ -1,0 +1,109 @@
+-- snowflake_id 0.2.0 -> 0.3.0.
+\echo Use "ALTER EXTENSION snowflake_id UPDATE TO '0.3.0'" to load this file. \quit
+
+-- snowflake_convert_column checks the sequence name before it changes anything (an empty
+-- name was accepted, and left a default that always failed), and quotes a name that is too
+-- long only up to its first 63 bytes.
+CREATE OR REPLACE FUNCTION snowflake_convert_column(tbl regclass, col name, seq text DEFAULT NULL)
+    RETURNS text
+    VOLATILE PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql AS $convert$
+DECLARE
+    rel record;
+    att record;
+    name text := seq;
+    clipped text;
+    identity_kind "char";
+    owned regclass;
+    fk record;
+BEGIN
+    IF tbl IS NULL OR col IS NULL THEN
+        RAISE EXCEPTION 'the table and the column must not be null' USING ERRCODE = '22004';
+    END IF;
+    SELECT c.relkind, c.relowner, n.nspname, c.relname INTO rel
+      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
+    IF rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '"%" is not a table', tbl USING ERRCODE = '42809';
+    END IF;
+    IF NOT pg_has_role(current_user, rel.relowner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = '42501';
+    END IF;
+    SELECT a.attnum, a.atttypid, a.attidentity INTO att
+      FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col AND a.attnum > 0
+       AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation "%" does not exist', col, tbl USING ERRCODE = '42703';
+    END IF;
+    IF att.atttypid NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
+        RAISE EXCEPTION 'column "%" of relation "%" is of type %, not an integer type', col, tbl,
+            format_type(att.atttypid, NULL) USING ERRCODE = '42804';
+    END IF;
+    IF EXISTS (SELECT FROM pg_constraint k
+                WHERE (k.conrelid = tbl AND k.contype IN ('p', 'u', 'f') OR
+                       k.confrelid = tbl AND k.contype = 'f')
+                  AND cardinality(k.conkey) > 1
+                  AND att.attnum = ANY (CASE WHEN k.conrelid = tbl THEN k.conkey ELSE k.confkey END)) THEN
+        RAISE EXCEPTION 'column "%" of relation "%" is part of a composite key', col, tbl
+            USING ERRCODE = '0A000',
+                  HINT = 'Only a column that is a key on its own can be converted.';
+    END IF;
+    IF name IS NULL THEN
+        name := format('%s.%s.%s', rel.nspname, rel.relname, col);
+    END IF;
+    -- Every argument is checked before anything changes.
+    IF name = '' THEN
+        RAISE EXCEPTION 'snowflake sequence name must not be empty' USING ERRCODE = '22023';
+    END IF;
+    IF octet_length(name) > 63 THEN
+        -- Quoted up to its first 63 bytes, cut at a character boundary.
+        clipped := left(name, 63);
+        WHILE octet_length(clipped) > 63 LOOP
+            clipped := left(clipped, -1);
+        END LOOP;
+        RAISE EXCEPTION 'snowflake sequence name "%..." is too long', clipped USING ERRCODE = '42622',
+            DETAIL = 'Names are at most 63 bytes.',
+            HINT = 'Pass a shorter name as the third argument.';
+    END IF;
+
+    -- What generated the values so far goes: the identity (and its sequence), or a default
+    -- and the sequence the column owns. A sequence the column does not own stays.
+    IF att.attidentity <> '' THEN
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', tbl, col);
+    ELSE
+        SELECT d.objid::regclass INTO owned
+          FROM pg_depend d
+         WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+           AND d.refobjid = tbl AND d.refobjsubid = att.attnum AND d.deptype = 'a'
+           AND (SELECT relkind FROM pg_class WHERE oid = d.objid) = 'S';
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN %I DROP DEFAULT', tbl, col);
+        IF owned IS NOT NULL THEN
+            EXECUTE format('DROP SEQUENCE %s', owned);
+        END IF;
+    END IF;
+
+    -- The column, and every column that references it, directly or through others, become
+    -- bigint.
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I TYPE bigint', tbl, col);
+    FOR fk IN
+        WITH RECURSIVE refs(rel, attnum) AS (
+            SELECT tbl::oid, att.attnum::int2
+          UNION
+            SELECT k.conrelid, k.conkey[1]
+              FROM refs r JOIN pg_constraint k
+                ON k.contype = 'f' AND k.confrelid = r.rel AND k.confkey = ARRAY[r.attnum]
+        )
+        SELECT r.rel::regclass AS rel, a.attname, a.atttypid
+          FROM refs r JOIN pg_attribute a ON a.attrelid = r.rel AND a.attnum = r.attnum
+         WHERE NOT (r.rel = tbl AND r.attnum = att.attnum)
+    LOOP
+        IF fk.atttypid <> 'int8'::regtype THEN
+            EXECUTE format('ALTER TABLE %s ALTER COLUMN %I TYPE bigint', fk.rel, fk.attname);
+        END IF;
+    END LOOP;
+
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s(%L)', tbl, col,
+                   '@extschema@.snowflake_next', name);
+    RETURN name;
+END
+$convert$;
