@@ -7,12 +7,13 @@
 use pgrx::pg_sys;
 
 use crate::fmgr::{self, Call};
-use crate::registry::MAX_KEY_LEN;
-use crate::shmem;
+use crate::registry::{SlotRef, MAX_KEY_LEN};
 
 #[repr(C)]
 struct CallSiteCache {
-    slot: usize,
+    /// The slot and the generation of its occupant: a slot that holds another sequence since
+    /// (after a drop) is not this call site's any more.
+    slot: SlotRef,
     /// Every name argument is a constant in the expression: they cannot change between calls
     /// of this FmgrInfo, so the slot holds without looking at the arguments again.
     args_are_const: bool,
@@ -34,18 +35,17 @@ fn encode(names: &[&[u8]], out: &mut [u8; MAX_KEY_LEN + 2]) -> Option<usize> {
 }
 
 /// The slot of the sequence named by the first `N` (text) arguments, from the call site's
-/// cache or from `resolve` (which validates the names and raises the errors). A cached slot
-/// whose sequence was dropped since is resolved again: the name now leads to a new one. Not
-/// for set-returning functions, whose fn_extra belongs to the SRF protocol.
+/// cache (if `still_there` says it still holds the sequence) or from `resolve` (which
+/// validates the names and raises the errors). A cached sequence dropped since is resolved
+/// again: the name now leads to a new one. Not for set-returning functions, whose fn_extra
+/// belongs to the SRF protocol.
 pub fn slot_of<const N: usize>(
     call: Call<'_>,
-    resolve: impl FnOnce(&[&[u8]; N]) -> usize,
-) -> usize {
+    still_there: impl FnOnce(SlotRef) -> bool,
+    resolve: impl FnOnce(&[&[u8]; N]) -> SlotRef,
+) -> SlotRef {
     if let Some(slot) = cached_slot::<N>(call) {
-        let dropped = shmem::registry()
-            .and_then(|r| r.get(slot))
-            .is_none_or(|s| s.is_dropped());
-        if !dropped {
+        if still_there(slot) {
             return slot;
         }
     }
@@ -78,10 +78,9 @@ pub fn slot_of<const N: usize>(
 }
 
 /// The cached slot, if the call site has one for this call's names (its sequence may have
-/// been dropped since: the fast paths find the slot no longer READY). Calls into nothing and
-/// cannot fail.
+/// been dropped since: the generation tells). Calls into nothing and cannot fail.
 #[inline]
-pub fn cached_slot<const N: usize>(call: Call<'_>) -> Option<usize> {
+pub fn cached_slot<const N: usize>(call: Call<'_>) -> Option<SlotRef> {
     // SAFETY: fn_extra is NULL or the CallSiteCache that slot_of allocated in fn_mcxt, which
     // lives exactly as long as the FmgrInfo.
     let cache = unsafe { (*call.flinfo()).fn_extra.cast::<CallSiteCache>().as_ref()? };

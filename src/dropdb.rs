@@ -1,5 +1,5 @@
-//! A database that is dropped takes its sequences with it: their slots are free again at the
-//! next start, their records leave the lease file, and a database that later gets the same
+//! A database that is dropped takes its sequences with it: their slots take new sequences
+//! (see `registry`), their records leave the lease file, and a database that later gets the same
 //! OID starts its sequences afresh (seeded from its tables, see `seed`) instead of inheriting
 //! leases that were never its own.
 

@@ -62,8 +62,8 @@ fn drop_pending() {
     };
     let _lock = LeaseLock::acquire();
     for d in pending {
-        if let Some(idx) = registry.find(d.key.key()) {
-            recovery::forget(&registry, idx);
+        if let Some(at) = registry.find(d.key.key()) {
+            recovery::forget(&registry, at);
         }
     }
 }

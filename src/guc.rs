@@ -29,8 +29,10 @@ const UNSET: &CStr = c"-1";
 static NODE_ID: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(UNSET));
 static NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_NODE_BITS as i32);
 static EPOCH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(DEFAULT_EPOCH));
-pub static MAX_SEQUENCES: GucSetting<i32> = GucSetting::<i32>::new(128);
-static MAX_SEQUENCES_PER_DATABASE: GucSetting<i32> = GucSetting::<i32>::new(64);
+/// Generous, so that no database can starve another: one database takes at most 128 of 4096
+/// slots (320 bytes each, 1.3 MB of shared memory in all).
+pub static MAX_SEQUENCES: GucSetting<i32> = GucSetting::<i32>::new(4096);
+static MAX_SEQUENCES_PER_DATABASE: GucSetting<i32> = GucSetting::<i32>::new(128);
 static MAX_CLOCK_AHEAD_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 static GDID_AUTHORITY: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(UNSET));

@@ -9,6 +9,7 @@
 
 pub mod dbtext;
 pub mod durable;
+pub mod epochs;
 pub mod gdid;
 pub mod plain_decimal;
 pub mod registry;

@@ -28,6 +28,7 @@ use crate::defaults::{self, Column, Holds};
 use crate::errors::{self, error, Code};
 use crate::gdid::value::{Gdid, MAX_COUNTER, SIZE};
 use crate::maintenance;
+use crate::registry::SlotRef;
 use crate::snowflake::layout::Layout;
 use crate::spi::{self, Connection};
 
@@ -176,19 +177,18 @@ fn sql(parts: &[&[u8]]) -> CString {
     CString::new(parts.concat()).expect("identifiers and the query text hold no NUL")
 }
 
-/// Runs `seed` holding the seeding lock of the sequence in slot `idx` (generation
-/// `generation`): concurrent first users of a sequence wait for the one that seeds it instead
+/// Runs `seed` holding the seeding lock of the sequence `at`: concurrent first users of a sequence wait for the one that seeds it instead
 /// of repeating its work. A heavyweight lock, held to the end of the seed or of the
 /// transaction: it can be cancelled and times out like any lock wait (`statement_timeout`,
 /// `lock_timeout`), the deadlock detector sees it, and `pg_locks` shows it (advisory, with
 /// `objsubid` [`SEED_LOCK_TAG`]). A seed cut short leaves the sequence unseeded, so the next
 /// attempt seeds it afresh.
-pub fn exclusively<R>(idx: usize, generation: u32, seed: impl FnOnce() -> R) -> R {
+pub fn exclusively<R>(at: SlotRef, seed: impl FnOnce() -> R) -> R {
     let tag = pg_sys::LOCKTAG {
         // SAFETY: MyDatabaseId is set for the life of a backend connected to a database.
         locktag_field1: unsafe { pg_sys::MyDatabaseId }.to_u32(),
-        locktag_field2: idx as u32,
-        locktag_field3: generation,
+        locktag_field2: at.idx as u32,
+        locktag_field3: at.generation,
         locktag_field4: SEED_LOCK_TAG,
         locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
         locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,

@@ -8,15 +8,18 @@ use crate::durable::lease::LeaseLock;
 use crate::durable::record::{Lease, LeaseRecord};
 use crate::durable::recovery::{self, Kinds};
 use crate::errors::{error, not_preloaded, Clipped, Code};
+use crate::gdid::counter::GdidState;
 use crate::gdid::sequence::GdidSeq;
 use crate::gdid::value::Gdid;
 use crate::guc::{self, Server};
-use crate::registry::{CreationLayout, Key, Kind, Registry, Slot};
+use crate::registry::{
+    CreationLayout, Key, Kind, OwnedKey, Registry, Seq, Slot, SlotRef, SlotState,
+};
 use crate::sequence_id::{NameError, SequenceId, SequenceName, MAX_NAME_LEN};
 use crate::sightings::What;
 use crate::snowflake::epoch::format_utc;
 use crate::snowflake::layout::Layout;
-use crate::snowflake::sequence::{creation_layout, SnowflakeSeq};
+use crate::snowflake::sequence::{creation_layout, SnowflakeSeq, SnowflakeState};
 use crate::snowflake::wallclock;
 use crate::{dropping, observe, seed, shmem};
 
@@ -140,17 +143,15 @@ fn check_or_raise(name: &SequenceName<'_>) {
     }
 }
 
-/// Sequence `name` of the current database as its kind's handle (`handle`), its slot claimed
-/// with `created_with` if it is new; raises the naming errors and the limit errors.
-fn find_or_create<S>(
+/// Sequence `name` of the current database as its kind's handle, its slot claimed with
+/// `created_with` if it is new; raises the naming errors and the limit errors.
+fn find_or_create<S: SlotState>(
     registry: &Registry<'static>,
     name: SequenceName<'_>,
     created_with: CreationLayout,
-    handle: impl Fn(usize, &'static Slot) -> Option<S>,
-) -> S {
+) -> Seq<'static, S> {
     loop {
-        let idx = slot_of(registry, name, created_with);
-        if let Some(seq) = handle(idx, registry.slot(idx)) {
+        if let Some(seq) = registry.seq::<S>(slot_of(registry, name, created_with)) {
             return seq;
         }
         // Dropped by another backend since it was found: the name now leads to a new slot.
@@ -164,7 +165,7 @@ fn slot_of(
     registry: &Registry<'static>,
     name: SequenceName<'_>,
     created_with: CreationLayout,
-) -> usize {
+) -> SlotRef {
     check_or_raise(&name);
     let key_name = name.key_name();
     let db = current_db();
@@ -173,47 +174,68 @@ fn slot_of(
         kind: name.kind(),
         name: key_name.as_bytes(),
     };
-    if let Some(idx) = registry.find(key) {
-        return idx;
-    }
-    let _lock = LeaseLock::acquire();
-    if let Some(idx) = registry.find(key) {
-        return idx;
+    if let Some(at) = registry.find(key) {
+        return at;
     }
     let id = SequenceId { db, name };
-    let limit = guc::max_sequences_per_database();
-    if registry.count_in_database(db) >= limit {
-        error(
-            Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            format!("cannot create {id}: this database has {limit} sequences"),
-        )
-        .detail(
-            "snowflake.max_sequences_per_database limits the sequences of one database; \
-             dropped ones count until the server restarts.",
-        )
-        .hint(
-            "Drop sequences that are no longer used (snowflake_drop_sequence, \
-             gdid_drop_sequence), or raise snowflake.max_sequences_per_database.",
-        )
-        .raise();
-    }
-    registry
-        .find_or_insert(key, created_with, false)
-        .unwrap_or_else(|_| {
+    let mut waited_ms = 0;
+    loop {
+        let lock = LeaseLock::acquire();
+        if let Some(at) = registry.find(key) {
+            return at;
+        }
+        let limit = guc::max_sequences_per_database();
+        if registry.count_in_database(db) >= limit {
             error(
                 Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-                format!(
-                    "cannot create {id}: all {} slots are in use",
-                    registry.capacity()
-                ),
+                format!("cannot create {id}: this database has {limit} sequences"),
             )
+            .detail("snowflake.max_sequences_per_database limits the sequences of one database.")
             .hint(
-                "Raise snowflake.max_sequences and restart the server (a restart also frees the \
-                 slots of dropped sequences).",
+                "Drop sequences that are no longer used (snowflake_drop_sequence, \
+                 gdid_drop_sequence), or raise snowflake.max_sequences_per_database.",
             )
-            .raise()
-        })
+            .raise();
+        }
+        if let Ok(at) = registry.find_or_insert(key, created_with, false) {
+            return at;
+        }
+        let waiting = registry.dropped_in_use();
+        if waiting > 0 && waited_ms < RECLAIM_WAIT_MS {
+            // Slots of dropped sequences come free as the transactions that were running
+            // when they were dropped end: wait a little, without the lock.
+            std::mem::drop(lock);
+            // SAFETY: pg_usleep only sleeps; interrupts are checked right after.
+            unsafe { pg_sys::pg_usleep(1000) };
+            pgrx::check_for_interrupts!();
+            waited_ms += 1;
+            continue;
+        }
+        let e = error(
+            Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+            format!(
+                "cannot create {id}: all {} slots are in use",
+                registry.capacity()
+            ),
+        )
+        .hint(
+            "Drop sequences that are no longer used, or raise snowflake.max_sequences and \
+             restart the server.",
+        );
+        if waiting == 0 {
+            e.raise()
+        }
+        e.detail(format!(
+            "{waiting} of them hold dropped sequences, which take new ones once the \
+             transactions that were running when they were dropped have ended."
+        ))
+        .raise()
+    }
 }
+
+/// How long creating a sequence waits for the slot of a dropped one to come free when every
+/// slot is taken.
+const RECLAIM_WAIT_MS: u32 = 1_000;
 
 /// The snowflake sequence `name` of the current database, created under the server's layout
 /// if it is new, and above the stored IDs of `node` if this server meets it for the first
@@ -226,12 +248,12 @@ pub fn snowflake(
     node: u32,
 ) -> SnowflakeSeq<'static> {
     let name = SequenceName::Snowflake(bytes);
-    let seq = find_or_create(registry, name, creation_layout(layout), SnowflakeSeq::new);
+    let seq: SnowflakeSeq = find_or_create(registry, name, creation_layout(layout));
     if !seq.created_under(layout) {
         layout_changed(&seq, name, layout);
     }
     if !seq.slot().is_seeded() {
-        seed::exclusively(seq.idx(), 0, || {
+        seed::exclusively(seq.at(), || {
             if seq.slot().is_seeded() {
                 return; // seeded by the backend this one waited for
             }
@@ -248,6 +270,15 @@ pub fn snowflake(
                     seq.raise_to(layout.tick_of(parts));
                 }
             }
+            // A dropped sequence of the name may have handed out IDs that are not stored
+            // yet (its slot has not taken a new sequence, so transactions that used it may
+            // still run): continue above them too.
+            let _lock = LeaseLock::acquire();
+            for old in registry.tombstones::<SnowflakeState>(key_of(name).key()) {
+                if old.slot().created_with() == seq.slot().created_with() {
+                    seq.raise_to(old.closed_at());
+                }
+            }
             seq.slot().mark_seeded();
         });
     }
@@ -259,14 +290,27 @@ pub fn snowflake(
 /// time (see `seed`; without an authority it stays unseeded until a generator needs it).
 pub fn gdid(registry: &Registry<'static>, scope: &[u8], sequence: &[u8]) -> GdidSeq<'static> {
     let name = SequenceName::Gdid { scope, sequence };
-    let seq = find_or_create(registry, name, CreationLayout::default(), GdidSeq::new);
+    let seq: GdidSeq = find_or_create(registry, name, CreationLayout::default());
     if let (false, Some(authority)) = (seq.slot().is_seeded(), guc::gdid_authority()) {
-        seed::exclusively(seq.idx(), 0, || {
+        seed::exclusively(seq.at(), || {
             if seq.slot().is_seeded() {
                 return; // seeded by the backend this one waited for
             }
             if let Some(floor) = seed::gdid_floor(scope, sequence, authority) {
                 advance(seq, floor);
+            }
+            // As for snowflake sequences: above what a dropped sequence of the names handed
+            // out, stored or not.
+            let dropped: Vec<(u32, u64)> = {
+                let _lock = LeaseLock::acquire();
+                registry
+                    .tombstones::<GdidState>(key_of(name).key())
+                    .iter()
+                    .map(|old| old.closed_at())
+                    .collect()
+            };
+            for (era, last) in dropped {
+                advance(seq, Gdid::from_parts(era, 0, last));
             }
             seq.slot().mark_seeded();
         });
@@ -274,17 +318,38 @@ pub fn gdid(registry: &Registry<'static>, scope: &[u8], sequence: &[u8]) -> Gdid
     seq
 }
 
-/// Moves gdid sequence `seq` so that its next gdid is later than `past` (never back).
-pub fn advance(seq: GdidSeq<'_>, past: Gdid) {
+/// Moves gdid sequence `seq` so that its next gdid is later than `past` (never back). False
+/// if the sequence was dropped meanwhile.
+pub fn advance(seq: GdidSeq<'_>, past: Gdid) -> bool {
     let lock = LeaseLock::acquire();
-    if let Some(m) = seq.plan_advance(past.era, past.counter()) {
-        let slot = seq.slot();
-        lock.persist(
-            seq.idx(),
-            &LeaseRecord::new(slot.key(), slot.created_with(), m.lease),
-        );
-        seq.publish(m, wallclock::precise_unix_ms());
+    match seq.plan_advance(past.era, past.counter()) {
+        Some(m) => persist_then_publish(&lock, seq, m.lease, || {
+            seq.publish(m, wallclock::precise_unix_ms())
+        }),
+        None => true,
     }
+}
+
+/// Under the lease lock: makes `lease` durable for `seq` (the lease file, then the WAL, see
+/// `durable::lease`), then runs `publish`, which lets shared memory use it. False, with
+/// nothing written, if the sequence was dropped meanwhile (drops hold the same lock): its
+/// record left the lease file with it, and the caller finds the name's new sequence.
+pub fn persist_then_publish<S: SlotState>(
+    lock: &LeaseLock,
+    seq: Seq<'_, S>,
+    lease: Lease,
+    publish: impl FnOnce(),
+) -> bool {
+    if !seq.is_current() {
+        return false;
+    }
+    let slot = seq.slot();
+    lock.persist(
+        seq.idx(),
+        &LeaseRecord::new(slot.key(), slot.created_with(), lease),
+    );
+    publish();
+    true
 }
 
 /// Drops sequence `name` of the current database when the transaction commits, if it exists
@@ -305,19 +370,30 @@ pub fn drop(registry: &Registry<'static>, name: SequenceName<'_>) -> bool {
     true
 }
 
-/// Drops every sequence of database `db`, which is being dropped: its slots are free again at
-/// the next start, and a new database that gets its OID starts its sequences afresh (seeded).
+/// Drops every sequence of database `db`, which is being dropped: their slots take new
+/// sequences once no backend can be using them, and a new database that gets its OID starts
+/// its sequences afresh (seeded).
 pub fn forget_database(db: u32) {
     let Some(registry) = shmem::registry() else {
         return;
     };
     let _lock = LeaseLock::acquire();
     for kind in [Kind::Snowflake, Kind::Gdid] {
-        let idxs: Vec<usize> = registry.of_database(db, kind).map(|(i, _)| i).collect();
-        for idx in idxs {
-            recovery::forget(&registry, idx);
+        let found: Vec<SlotRef> = registry.of_database(db, kind).collect();
+        for at in found {
+            recovery::forget(&registry, at);
         }
     }
+}
+
+/// The registry key of sequence `name` of the current database.
+fn key_of(name: SequenceName<'_>) -> OwnedKey {
+    Key {
+        db: current_db(),
+        kind: name.kind(),
+        name: name.key_name().as_bytes(),
+    }
+    .to_owned()
 }
 
 /// The name of the sequence in `slot`, for messages.
@@ -347,24 +423,34 @@ fn layout_changed(seq: &SnowflakeSeq<'_>, name: SequenceName<'_>, now: &Layout) 
     .raise()
 }
 
-fn restore(idx: usize, slot: &Slot, lease: Lease) {
-    if let Some(seq) = SnowflakeSeq::new(idx, slot) {
+fn restore(registry: &Registry<'_>, at: SlotRef, lease: Lease) {
+    if let Some(seq) = registry.seq::<SnowflakeState>(at) {
         seq.restore(lease);
-    } else if let Some(seq) = GdidSeq::new(idx, slot) {
+    } else if let Some(seq) = registry.seq::<GdidState>(at) {
         seq.restore(lease);
     }
 }
 
-fn lease(idx: usize, slot: &Slot) -> Lease {
-    SnowflakeSeq::new(idx, slot)
+fn lease(registry: &Registry<'_>, at: SlotRef) -> Lease {
+    registry
+        .seq::<SnowflakeState>(at)
         .map(|s| s.lease())
-        .or_else(|| GdidSeq::new(idx, slot).map(|g| g.lease()))
+        .or_else(|| registry.seq::<GdidState>(at).map(|g| g.lease()))
         .unwrap_or_default()
 }
 
-/// How recovery restores either kind of sequence.
+fn close(registry: &Registry<'_>, at: SlotRef) {
+    if let Some(seq) = registry.dropped::<SnowflakeState>(at) {
+        seq.close();
+    } else if let Some(seq) = registry.dropped::<GdidState>(at) {
+        seq.close();
+    }
+}
+
+/// How recovery and drops handle either kind of sequence.
 pub const KINDS: Kinds = Kinds {
     restore,
     lease,
-    registry: shmem::registry,
+    close,
+    registry: shmem::recovery_registry,
 };

@@ -1,14 +1,22 @@
-//! Shared memory: the slot table, the lease lock, and the sightings of logical replication
-//! (see `observe`). The table's size comes from `snowflake.max_sequences`, so it is requested
+//! Shared memory: the slot table and its epochs (see `epochs`), the lease lock, and the
+//! sightings of logical replication (see `observe`). The table's size comes from
+//! `snowflake.max_sequences` and the epochs' from the number of backends, so they are requested
 //! and attached with PostgreSQL's hooks directly (`pg_shmem_init!` only sizes Rust types known
 //! at compile time).
+//!
+//! A backend that reaches the table through [`registry`] enters the current epoch for the rest
+//! of its transaction, so that no slot it may hold is reused meanwhile; the end of the
+//! transaction (or of the backend) leaves it.
 
+use std::ffi::c_void;
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use pgrx::pg_guard;
 use pgrx::pg_sys;
 
+use crate::epochs::Epochs;
+use crate::errors::{error, Code};
 use crate::registry::{Registry, Slot};
 use crate::sightings::Sightings;
 use crate::{errors, guc};
@@ -17,6 +25,9 @@ static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(null_mut());
 static SIGHTINGS: AtomicPtr<Sightings> = AtomicPtr::new(null_mut());
 static LEASE_LOCK: AtomicPtr<pg_sys::LWLock> = AtomicPtr::new(null_mut());
 static SLOT_COUNT: AtomicUsize = AtomicUsize::new(0);
+/// The epoch counter, followed by one entry per backend.
+static EPOCHS: AtomicPtr<AtomicU64> = AtomicPtr::new(null_mut());
+static EPOCH_ENTRIES: AtomicUsize = AtomicUsize::new(0);
 
 static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
 static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
@@ -24,11 +35,28 @@ static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
 static mut ON_CREATE: Option<fn(&Registry<'static>)> = None;
 
 const SEGMENT_NAME: &std::ffi::CStr = c"snowflake_id sequences";
+const EPOCHS_NAME: &std::ffi::CStr = c"snowflake_id epochs";
 const SIGHTINGS_NAME: &std::ffi::CStr = c"snowflake_id sightings";
 const TRANCHE_NAME: &std::ffi::CStr = c"snowflake_id";
 
 fn table_size() -> usize {
     std::mem::size_of::<Slot>() * guc::MAX_SEQUENCES.get() as usize
+}
+
+/// One epoch entry per process that can have a PGPROC: the backends, the auxiliary processes
+/// (at most 38 in PostgreSQL 18, with its I/O workers) and the prepared transactions.
+fn epoch_entries() -> usize {
+    // SAFETY: plain reads of settings fixed before shared memory is sized.
+    unsafe { (pg_sys::MaxBackends + max_prepared_xacts) as usize + 64 }
+}
+
+unsafe extern "C" {
+    // twophase.h; not in pgrx's bindings.
+    static max_prepared_xacts: std::ffi::c_int;
+}
+
+fn epochs_size() -> usize {
+    size_of::<AtomicU64>() * (1 + epoch_entries())
 }
 
 /// Installs the hooks. Called from `_PG_init` while preloading, after the settings exist;
@@ -55,6 +83,7 @@ unsafe extern "C-unwind" fn shmem_request() {
                 prev();
             }
             pg_sys::RequestAddinShmemSpace(table_size());
+            pg_sys::RequestAddinShmemSpace(epochs_size());
             pg_sys::RequestAddinShmemSpace(size_of::<Sightings>());
             pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), 1);
         })
@@ -89,6 +118,15 @@ unsafe fn attach() {
         }
         SLOT_COUNT.store(guc::MAX_SEQUENCES.get() as usize, Ordering::Relaxed);
         SLOTS.store(ptr.cast(), Ordering::Release);
+        let mut epochs_found = false;
+        let epochs =
+            pg_sys::ShmemInitStruct(EPOCHS_NAME.as_ptr(), epochs_size(), &mut epochs_found);
+        if !epochs_found {
+            // All-zero: epoch 0, nobody entered (epochs.rs).
+            std::ptr::write_bytes(epochs.cast::<u8>(), 0, epochs_size());
+        }
+        EPOCH_ENTRIES.store(epoch_entries(), Ordering::Relaxed);
+        EPOCHS.store(epochs.cast(), Ordering::Release);
         let mut sightings_found = false;
         let sightings = pg_sys::ShmemInitStruct(
             SIGHTINGS_NAME.as_ptr(),
@@ -106,7 +144,7 @@ unsafe fn attach() {
             // Fresh shared memory (server start, or re-initialisation after a crash):
             // what the lease file says was handed out comes first.
             if let Some(fill) = ON_CREATE {
-                fill(&registry().expect("just attached"));
+                fill(&recovery_registry().expect("just attached"));
             }
         }
         pg_sys::LWLockRelease(init_lock);
@@ -126,8 +164,20 @@ pub fn sightings() -> Option<&'static Sightings> {
     unsafe { SIGHTINGS.load(Ordering::Acquire).as_ref() }
 }
 
-/// The table, or `None` when the library was not preloaded.
+/// The table for a backend, or `None` when the library was not preloaded. The backend enters
+/// the current epoch, if it has not in this transaction yet (see the module's comment).
+#[inline]
 pub fn registry() -> Option<Registry<'static>> {
+    let registry = recovery_registry()?;
+    if !ENTERED.load(Ordering::Relaxed) {
+        enter();
+    }
+    Some(registry)
+}
+
+/// The table for the processes that rebuild it (the postmaster at start, WAL replay), which
+/// are alone in changing it and hold no slot across calls: they enter no epoch.
+pub fn recovery_registry() -> Option<Registry<'static>> {
     let ptr = SLOTS.load(Ordering::Acquire);
     if ptr.is_null() {
         return None;
@@ -135,7 +185,86 @@ pub fn registry() -> Option<Registry<'static>> {
     let len = SLOT_COUNT.load(Ordering::Relaxed);
     // SAFETY: ptr points at `len` initialised slots in shared memory that lives as long as
     // the process; Slot is Sync and all its mutation goes through atomics.
-    Some(Registry::new(unsafe {
-        std::slice::from_raw_parts(ptr, len)
-    }))
+    let slots = unsafe { std::slice::from_raw_parts(ptr, len) };
+    Some(Registry::new(slots, epochs()?))
+}
+
+fn epochs() -> Option<Epochs<'static>> {
+    let ptr = EPOCHS.load(Ordering::Acquire);
+    if ptr.is_null() {
+        return None;
+    }
+    let entries = EPOCH_ENTRIES.load(Ordering::Relaxed);
+    // SAFETY: ptr points at 1 + `entries` zero-initialised atomics in shared memory that
+    // lives as long as the process.
+    unsafe {
+        Some(Epochs::new(
+            &*ptr,
+            std::slice::from_raw_parts(ptr.add(1), entries),
+        ))
+    }
+}
+
+/// Whether this backend has entered the current epoch in this transaction. Process-local: a
+/// backend is one thread.
+static ENTERED: AtomicBool = AtomicBool::new(false);
+static CALLBACKS: AtomicBool = AtomicBool::new(false);
+
+/// This process's entry among the epochs: its PGPROC number.
+fn my_entry() -> Option<usize> {
+    #[cfg(feature = "pg15")]
+    // SAFETY: MyProc is NULL or this process's PGPROC.
+    let n = unsafe { pg_sys::MyProc.as_ref().map(|p| p.pgprocno) };
+    #[cfg(not(feature = "pg15"))]
+    // SAFETY: a plain read of a process-global, -1 (INVALID_PROC_NUMBER) without a PGPROC.
+    let n = Some(unsafe { pg_sys::MyProcNumber });
+    n.and_then(|n| usize::try_from(n).ok())
+}
+
+#[cold]
+fn enter() {
+    let Some(epochs) = epochs() else { return };
+    if !my_entry().is_some_and(|me| epochs.enter(me)) {
+        error(
+            Code::ERRCODE_INTERNAL_ERROR,
+            "this process has no entry among the snowflake_id epochs",
+        )
+        .raise();
+    }
+    if !CALLBACKS.swap(true, Ordering::Relaxed) {
+        // SAFETY: registered once per process; the callbacks live as long as it.
+        unsafe {
+            pg_sys::RegisterXactCallback(Some(at_transaction_end), null_mut());
+            pg_sys::before_shmem_exit(Some(at_exit), pg_sys::Datum::from(0));
+        }
+    }
+    ENTERED.store(true, Ordering::Relaxed);
+}
+
+fn leave() {
+    if ENTERED.swap(false, Ordering::Relaxed) {
+        if let (Some(epochs), Some(me)) = (epochs(), my_entry()) {
+            epochs.exit(me);
+        }
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn at_transaction_end(event: pg_sys::XactEvent::Type, _arg: *mut c_void) {
+    use pg_sys::XactEvent::*;
+    if matches!(
+        event,
+        XACT_EVENT_COMMIT
+            | XACT_EVENT_ABORT
+            | XACT_EVENT_PREPARE
+            | XACT_EVENT_PARALLEL_COMMIT
+            | XACT_EVENT_PARALLEL_ABORT
+    ) {
+        leave();
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn at_exit(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
+    leave();
 }

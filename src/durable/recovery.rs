@@ -20,15 +20,17 @@ use super::store::{Damaged, Loaded, Store};
 use super::wal;
 use crate::dbtext;
 use crate::errors::{error, Code, PgError};
-use crate::registry::{OwnedKey, Registry, Slot};
+use crate::registry::{OwnedKey, Registry, SlotRef};
 use crate::sequence_id::SequenceId;
 
 /// What recovery asks of a slot, whatever its kind.
 pub struct Kinds {
-    /// Raises the state of slot `idx` to at least the lease (never lowers it).
-    pub restore: fn(usize, &Slot, Lease),
-    /// The lease slot `idx` holds now.
-    pub lease: fn(usize, &Slot) -> Lease,
+    /// Raises the state of the sequence to at least the lease (never lowers it).
+    pub restore: fn(&Registry<'_>, SlotRef, Lease),
+    /// The lease the sequence holds now.
+    pub lease: fn(&Registry<'_>, SlotRef) -> Lease,
+    /// Closes a sequence just dropped: nothing more is handed out from it.
+    pub close: fn(&Registry<'_>, SlotRef),
     /// Shared memory, in the processes that replay the WAL.
     pub registry: fn() -> Option<Registry<'static>>,
 }
@@ -104,18 +106,18 @@ pub fn load(
     }
     let mut slots = BTreeSet::new();
     for rec in &loaded.records {
-        let idx = registry
+        let at = registry
             .find_or_insert(rec.key(), rec.created_with, true)
             .map_err(|_| LoadError::Full {
                 key: rec.key.clone(),
                 capacity: registry.capacity(),
             })?;
-        (kinds.restore)(idx, registry.slot(idx), rec.lease);
-        slots.insert(idx);
+        (kinds.restore)(registry, at, rec.lease);
+        slots.insert((at.idx, at.generation));
     }
     let rewrite = slots
         .into_iter()
-        .map(|idx| (idx, record_of(idx, registry.slot(idx), kinds)))
+        .map(|(idx, generation)| (idx, record_of(registry, SlotRef { idx, generation }, kinds)))
         .collect();
     Ok(Restored {
         rewrite,
@@ -123,8 +125,9 @@ pub fn load(
     })
 }
 
-fn record_of(idx: usize, slot: &Slot, kinds: &Kinds) -> LeaseRecord {
-    LeaseRecord::new(slot.key(), slot.created_with(), (kinds.lease)(idx, slot))
+fn record_of(registry: &Registry<'_>, at: SlotRef, kinds: &Kinds) -> LeaseRecord {
+    let slot = registry.slot(at.idx);
+    LeaseRecord::new(slot.key(), slot.created_with(), (kinds.lease)(registry, at))
 }
 
 /// Damaged records of a server starting from a backup that replay has not supplied yet.
@@ -218,7 +221,7 @@ fn describe(key: &OwnedKey) -> String {
 fn replay(rec: &LeaseRecord) {
     let kinds = kinds();
     let registry = (kinds.registry)().expect("redo runs only with the library preloaded");
-    let idx = registry
+    let at = registry
         .find_or_insert(rec.key(), rec.created_with, true)
         .unwrap_or_else(|_| {
             error(
@@ -232,9 +235,8 @@ fn replay(rec: &LeaseRecord) {
             .hint("Set snowflake.max_sequences at least as high as on the primary.")
             .fatal()
         });
-    let slot = registry.slot(idx);
-    (kinds.restore)(idx, slot, rec.lease);
-    write_record(idx, &record_of(idx, slot, kinds));
+    (kinds.restore)(&registry, at, rec.lease);
+    write_record(at.idx, &record_of(&registry, at, kinds));
     let mut pending = pending();
     if !pending.is_empty() {
         pending.retain(|d| d.key.as_ref() != Some(&rec.key));
@@ -244,21 +246,23 @@ fn replay(rec: &LeaseRecord) {
 /// WAL replay of a dropped sequence: dropped here too, its record cleared.
 fn replay_forget(rec: &LeaseRecord) {
     let registry = (kinds().registry)().expect("redo runs only with the library preloaded");
-    if let Some(idx) = registry.find(rec.key()) {
-        forget(&registry, idx);
+    if let Some(at) = registry.find(rec.key()) {
+        forget(&registry, at);
     }
 }
 
-/// Drops the sequence in slot `idx`: lookups no longer find it, its record is cleared from
-/// the lease file (so the next start leaves its slot free), and, outside recovery, the drop
-/// is logged so that standbys drop it too. The caller holds the lease lock, or is replaying.
-pub fn forget(registry: &Registry<'_>, idx: usize) {
-    let slot = registry.slot(idx);
-    if !registry.drop_slot(idx) {
+/// Drops sequence `at`: lookups no longer find it, nothing more is handed out from it, its
+/// record is cleared from the lease file (so the next start does not bring it back), and,
+/// outside recovery, the drop is logged so that standbys drop it too. The caller holds the
+/// lease lock, or is replaying.
+pub fn forget(registry: &Registry<'_>, at: SlotRef) {
+    let slot = registry.slot(at.idx);
+    if slot.generation() != at.generation || !registry.drop_slot(at.idx) {
         return;
     }
+    (kinds().close)(registry, at);
     let store = Store::in_data_dir();
-    if let Err(e) = store.clear(idx) {
+    if let Err(e) = store.clear(at.idx) {
         write_failed(&store, &e).raise();
     }
     // SAFETY: a plain call that reads shared state.
@@ -347,17 +351,18 @@ mod tests {
 
     /// A kind for the test: the lease is one word, restored with a max.
     fn test_kinds() -> Kinds {
-        fn word(slot: &Slot) -> &AtomicU64 {
-            slot.state::<Words>().expect("gdid slot")
+        fn word<'a>(registry: &Registry<'a>, at: SlotRef) -> &'a AtomicU64 {
+            registry.seq::<Words>(at).expect("gdid slot").state()
         }
         Kinds {
-            restore: |_, slot, lease| {
-                word(slot).fetch_max(lease.end, Ordering::Relaxed);
+            restore: |registry, at, lease| {
+                word(registry, at).fetch_max(lease.end, Ordering::Relaxed);
             },
-            lease: |_, slot| Lease {
+            lease: |registry, at| Lease {
                 era: 1,
-                end: word(slot).load(Ordering::Relaxed),
+                end: word(registry, at).load(Ordering::Relaxed),
             },
+            close: |_, _| {},
             registry: || None,
         }
     }
@@ -389,8 +394,8 @@ mod tests {
             vec![record("a", 900), record("b", 5), record("a", 100)],
             vec![record("a", 100), record("b", 5), record("a", 900)],
         ] {
-            let slots = table(8);
-            let registry = Registry::new(&slots);
+            let t = table(8);
+            let registry = t.registry();
             let loaded = Loaded {
                 records,
                 damaged: vec![],
@@ -412,8 +417,8 @@ mod tests {
 
     #[test]
     fn damage_stops_an_own_start_and_waits_for_replay_from_a_backup() {
-        let slots = table(8);
-        let registry = Registry::new(&slots);
+        let t = table(8);
+        let registry = t.registry();
         let loaded = || Loaded {
             records: vec![record("a", 10)],
             damaged: vec![damaged(Some("b"))],
@@ -429,8 +434,8 @@ mod tests {
 
     #[test]
     fn a_full_table_is_reported() {
-        let slots = table(1);
-        let registry = Registry::new(&slots);
+        let t = table(1);
+        let registry = t.registry();
         let loaded = Loaded {
             records: vec![record("a", 1), record("b", 2)],
             damaged: vec![],

@@ -37,9 +37,11 @@ pub struct GdidState {
     last_extension_ms: AtomicI64,
     /// Counters the last lease extension covered.
     block: AtomicU64,
+    /// Once dropped: the last counter of `era` it handed out (its word is then closed).
+    closed_at: AtomicU64,
 }
 
-// SAFETY: repr(C), atomics only (56 bytes, align 8), valid when zeroed.
+// SAFETY: repr(C), atomics only (64 bytes, align 8), valid when zeroed.
 unsafe impl SlotState for GdidState {
     const KIND: Kind = Kind::Gdid;
 }
@@ -135,6 +137,23 @@ impl GdidState {
                 Err(current) => word = current,
             }
         }
+    }
+
+    /// Closes a dropped sequence: no claim succeeds any more (the word's counter is the
+    /// maximum, as during an era change). Under the lease lock, which era changes need too.
+    pub fn close(&self) {
+        let old = self.word.fetch_or(MAX_COUNTER, Ordering::AcqRel);
+        if counter_of(old) != MAX_COUNTER {
+            self.closed_at.store(counter_of(old), Ordering::Release);
+        }
+    }
+
+    /// For a dropped (closed) sequence: its era and the last counter it handed out.
+    pub fn closed_at(&self) -> (u32, u64) {
+        (
+            self.era.load(Ordering::Acquire),
+            self.closed_at.load(Ordering::Acquire),
+        )
     }
 
     /// The last counter handed out in the current era.

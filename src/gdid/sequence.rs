@@ -8,19 +8,14 @@
 use super::counter::{GdidState, Need, Taken};
 use super::value::MAX_COUNTER;
 use crate::durable::record::Lease;
-use crate::registry::Slot;
+use crate::registry::Seq;
 
 /// Lease blocks: the first one, and the most a block grows to under sustained load.
 pub const MIN_BLOCK: u64 = 1 << 10;
 pub const MAX_BLOCK: u64 = 1 << 20;
 
 /// A gdid sequence: a registry slot known to hold one.
-#[derive(Clone, Copy)]
-pub struct GdidSeq<'a> {
-    idx: usize,
-    slot: &'a Slot,
-    state: &'a GdidState,
-}
+pub type GdidSeq<'a> = Seq<'a, GdidState>;
 
 /// What to do once the lease lock is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,28 +67,21 @@ pub fn lease_end_for(last: u64, block: u64) -> u64 {
     last.saturating_add(block).min(MAX_COUNTER + 1)
 }
 
-impl<'a> GdidSeq<'a> {
-    /// The sequence in slot `idx`, if it holds a gdid sequence.
-    pub fn new(idx: usize, slot: &'a Slot) -> Option<GdidSeq<'a>> {
-        Some(GdidSeq {
-            idx,
-            slot,
-            state: slot.state()?,
-        })
+impl GdidSeq<'_> {
+    /// Closes a dropped sequence (see `GdidState::close`). Under the lease lock.
+    pub fn close(&self) {
+        self.state().close();
     }
 
-    pub fn idx(&self) -> usize {
-        self.idx
-    }
-
-    pub fn slot(&self) -> &'a Slot {
-        self.slot
+    /// For a dropped sequence: its era and the last counter it handed out.
+    pub fn closed_at(&self) -> (u32, u64) {
+        self.state().closed_at()
     }
 
     /// Claims `n >= 1` consecutive counters if the lease covers them.
     #[inline]
     pub fn try_take(&self, n: u64) -> Result<Taken, Need> {
-        self.state.try_take(n)
+        self.state().try_take(n)
     }
 
     /// Under the lease lock: what `need` (from a failed [`GdidSeq::try_take`] of `n`
@@ -103,8 +91,8 @@ impl<'a> GdidSeq<'a> {
     /// moving to it (the counter word is closed during the move) is not a reason to move on
     /// once more.
     pub fn plan(&self, need: Need, n: u64, now_unix_ms: i64) -> Plan {
-        let (era, end) = self.state.lease();
-        let (previous, at) = self.state.last_extension();
+        let (era, end) = self.state().lease();
+        let (previous, at) = self.state().last_extension();
         let block = next_block(previous, now_unix_ms - at);
         match need {
             Need::Lease { era: seen, last } => {
@@ -123,7 +111,7 @@ impl<'a> GdidSeq<'a> {
             }
             Need::NextEra { era: seen } => {
                 let fits = self
-                    .state
+                    .state()
                     .last()
                     .checked_add(n)
                     .is_some_and(|l| l <= MAX_COUNTER);
@@ -149,11 +137,11 @@ impl<'a> GdidSeq<'a> {
     /// Under the lease lock: how to move the sequence so that its next gdid is later than
     /// counter `last` of `era`; `None` if it already is (it never moves back).
     pub fn plan_advance(&self, era: u32, last: u64) -> Option<Move> {
-        let (cur_era, cur_end) = self.state.lease();
-        if (era, last) <= (cur_era, self.state.last()) {
+        let (cur_era, cur_end) = self.state().lease();
+        if (era, last) <= (cur_era, self.state().last()) {
             return None;
         }
-        let (block, _) = self.state.last_extension();
+        let (block, _) = self.state().last_extension();
         let end = lease_end_for(last, MIN_BLOCK);
         Some(Move {
             lease: Lease {
@@ -173,33 +161,33 @@ impl<'a> GdidSeq<'a> {
     /// Publishes a move whose lease is now durable.
     pub fn publish(&self, m: Move, now_unix_ms: i64) {
         if m.new_era {
-            self.state.advance_era(m.lease.era, m.last, m.lease.end);
+            self.state().advance_era(m.lease.era, m.last, m.lease.end);
         } else {
-            self.state.extend(m.lease.end);
-            self.state.raise_to(m.last);
+            self.state().extend(m.lease.end);
+            self.state().raise_to(m.last);
         }
-        self.state.note_extension(m.block, now_unix_ms);
+        self.state().note_extension(m.block, now_unix_ms);
     }
 
     /// The durable lease it holds.
     pub fn lease(&self) -> Lease {
-        let (era, end) = self.state.lease();
+        let (era, end) = self.state().lease();
         Lease { era, end }
     }
 
     /// Takes a durable lease found at start-up or in the WAL; never moves back.
     pub fn restore(&self, lease: Lease) {
-        self.state.restore(lease.era, lease.end);
+        self.state().restore(lease.era, lease.end);
     }
 
     pub fn stats(&self) -> Stats {
-        let (era, lease_end) = self.state.lease();
+        let (era, lease_end) = self.state().lease();
         Stats {
             era,
-            last_counter: self.state.last(),
+            last_counter: self.state().last(),
             lease_end,
-            issued: self.state.issued(),
-            lease_extensions: self.state.lease_extensions(),
+            issued: self.state().issued(),
+            lease_extensions: self.state().lease_extensions(),
         }
     }
 }
@@ -208,20 +196,20 @@ impl<'a> GdidSeq<'a> {
 mod tests {
     use super::*;
     use crate::registry::tests::table;
-    use crate::registry::{CreationLayout, Key, Kind, Registry};
+    use crate::registry::{CreationLayout, Key, Kind};
 
     fn with_seq(test: impl FnOnce(GdidSeq<'_>)) {
-        let slots = table(2);
-        let r = Registry::new(&slots);
+        let t = table(2);
+        let r = t.registry();
         let key = Key {
             db: 1,
             kind: Kind::Gdid,
             name: b"s\0q",
         };
-        let idx = r
+        let at = r
             .find_or_insert(key, CreationLayout::default(), true)
             .unwrap();
-        test(GdidSeq::new(idx, r.slot(idx)).unwrap());
+        test(r.seq(at).unwrap());
     }
 
     /// What the slow path does: plan under the lock, make durable, publish.

@@ -4,14 +4,13 @@
 use pgrx::pg_sys::{self, Datum, FunctionCallInfo};
 
 use super::compact::{self, DecodeError};
-use super::counter::Taken;
+use super::counter::{GdidState, Taken};
 use super::datum::{palloc, read};
 use super::sequence::{GdidSeq, Plan};
 use super::value::{Gdid, ParseError, Part, SIZE};
 use crate::callsite;
 use crate::dbtext::DbText;
 use crate::durable::lease::LeaseLock;
-use crate::durable::record::LeaseRecord;
 use crate::errors::{error, Code, PgError};
 use crate::fmgr::{self, finfo, v1, Call};
 use crate::registry::Kind;
@@ -239,8 +238,8 @@ fn next_without_waiting(call: Call<'_>) -> Option<Datum> {
     }
     let authority = guc::gdid_authority()?;
     let registry = shmem::registry()?;
-    let idx = callsite::cached_slot::<2>(call)?;
-    let t = GdidSeq::new(idx, registry.get(idx)?)?.try_take(1).ok()?;
+    let seq = registry.seq::<GdidState>(callsite::cached_slot::<2>(call)?)?;
+    let t = seq.try_take(1).ok()?;
     Some(palloc(Gdid::from_parts(t.era, authority, t.first)))
 }
 
@@ -248,27 +247,31 @@ fn next(call: Call<'_>) -> Datum {
     let registry = sequences::registry();
     let authority = sequences::gdid_authority();
     sequences::require_may_generate("gdid_next()", What::Authority);
-    let seq = loop {
-        let idx = callsite::slot_of(call, |[scope, sequence]| {
-            sequences::gdid(&registry, scope, sequence).idx()
-        });
-        if let Some(seq) = GdidSeq::new(idx, registry.slot(idx)) {
-            break seq;
+    loop {
+        let at = callsite::slot_of(
+            call,
+            |at| registry.seq::<GdidState>(at).is_some(),
+            |[scope, sequence]| sequences::gdid(&registry, scope, sequence).at(),
+        );
+        if let Some(t) = registry.seq::<GdidState>(at).and_then(|seq| take(seq, 1)) {
+            return palloc(Gdid::from_parts(t.era, authority, t.first));
         }
         // Dropped since the call site resolved it: the names lead to a new sequence.
-    };
-    let t = take(seq, 1);
-    palloc(Gdid::from_parts(t.era, authority, t.first))
+    }
 }
 
-/// `n` consecutive counters, the lease extended (or the era moved on) as needed.
-fn take(seq: GdidSeq<'_>, n: u64) -> Taken {
+/// `n` consecutive counters, the lease extended (or the era moved on) as needed; `None` if
+/// the sequence was dropped meanwhile.
+fn take(seq: GdidSeq<'_>, n: u64) -> Option<Taken> {
     loop {
         let need = match seq.try_take(n) {
-            Ok(t) => return t,
+            Ok(t) => return Some(t),
             Err(need) => need,
         };
         let lock = LeaseLock::acquire();
+        if !seq.is_current() {
+            return None; // dropped: its word is closed
+        }
         let now = wallclock::precise_unix_ms();
         match seq.plan(need, n, now) {
             Plan::Retry => {}
@@ -278,12 +281,9 @@ fn take(seq: GdidSeq<'_>, n: u64) -> Taken {
             )
             .raise(),
             Plan::Move(m) => {
-                let slot = seq.slot();
-                lock.persist(
-                    seq.idx(),
-                    &LeaseRecord::new(slot.key(), slot.created_with(), m.lease),
-                );
-                seq.publish(m, now);
+                if !sequences::persist_then_publish(&lock, seq, m.lease, || seq.publish(m, now)) {
+                    return None;
+                }
             }
         }
     }
@@ -311,8 +311,13 @@ pub extern "C" fn gdid_next_block(fcinfo: FunctionCallInfo) -> Datum {
                     let registry = sequences::registry();
                     let authority = sequences::gdid_authority();
                     sequences::require_may_generate("gdid_next_block()", What::Authority);
-                    let seq = sequences::gdid(&registry, call.bytes(0), call.bytes(1));
-                    let t = take(seq, n);
+                    let t = loop {
+                        let seq = sequences::gdid(&registry, call.bytes(0), call.bytes(1));
+                        if let Some(t) = take(seq, n) {
+                            break t;
+                        }
+                        // Dropped meanwhile: the names lead to a new sequence.
+                    };
                     Block {
                         era: t.era,
                         authority,
@@ -335,8 +340,12 @@ pub extern "C" fn gdid_next_block(fcinfo: FunctionCallInfo) -> Datum {
 function!(gdid_advance, |call| {
     let registry = sequences::registry();
     sequences::require_writable("gdid_advance()");
-    let seq = sequences::gdid(&registry, call.bytes(0), call.bytes(1));
-    sequences::advance(seq, gdid_arg(call, 2));
+    while !sequences::advance(
+        sequences::gdid(&registry, call.bytes(0), call.bytes(1)),
+        gdid_arg(call, 2),
+    ) {
+        // Dropped meanwhile: the names lead to a new sequence.
+    }
     Datum::from(0)
 });
 
@@ -359,11 +368,11 @@ function!(gdid_sequences_rows, |call| fmgr::materialize(
     call,
     |rows| {
         let registry = sequences::registry();
-        for (idx, slot) in registry.of_database(sequences::current_db(), Kind::Gdid) {
-            let (Some(seq), Some(id)) = (
-                GdidSeq::new(idx, slot),
-                crate::sequence_id::SequenceId::from_key(slot.key()),
-            ) else {
+        for at in registry.of_database(sequences::current_db(), Kind::Gdid) {
+            let Some(seq) = registry.seq::<GdidState>(at) else {
+                continue;
+            };
+            let Some(id) = crate::sequence_id::SequenceId::from_key(seq.slot().key()) else {
                 continue;
             };
             let crate::sequence_id::SequenceName::Gdid { scope, sequence } = id.name else {

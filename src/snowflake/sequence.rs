@@ -12,7 +12,7 @@ use super::clock::{self, Bounds, Refusal, Reservation};
 use super::layout::Layout;
 use super::wallclock;
 use crate::durable::record::Lease;
-use crate::registry::{CreationLayout, Kind, Slot, SlotState};
+use crate::registry::{CreationLayout, Kind, Seq, SlotState};
 
 /// The state words of a snowflake sequence.
 #[repr(C)]
@@ -31,20 +31,21 @@ pub struct SnowflakeState {
     clock_regressions: AtomicU64,
     /// Lease extensions since the server started.
     lease_extensions: AtomicU64,
+    /// Once dropped: the last tick it handed out (its `tick` is then [`CLOSED`]).
+    closed_at: AtomicU64,
 }
 
-// SAFETY: repr(C), six AtomicU64 (48 bytes, align 8), valid when zeroed.
+/// The tick of a dropped sequence: every reservation is refused (it passes every layout's
+/// last tick), so nothing more is handed out from it.
+const CLOSED: u64 = u64::MAX;
+
+// SAFETY: repr(C), seven AtomicU64 (56 bytes, align 8), valid when zeroed.
 unsafe impl SlotState for SnowflakeState {
     const KIND: Kind = Kind::Snowflake;
 }
 
 /// A snowflake sequence: a registry slot known to hold one.
-#[derive(Clone, Copy)]
-pub struct SnowflakeSeq<'a> {
-    idx: usize,
-    slot: &'a Slot,
-    state: &'a SnowflakeState,
-}
+pub type SnowflakeSeq<'a> = Seq<'a, SnowflakeState>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Miss {
@@ -100,34 +101,17 @@ pub fn lease_target_ms(last: u64, now_ms: u64, b: &Bounds) -> u64 {
 /// Process-local: each backend compares only its own readings, so there are no races.
 static LAST_WALL_MS: AtomicI64 = AtomicI64::new(i64::MIN);
 
-impl<'a> SnowflakeSeq<'a> {
-    /// The sequence in slot `idx`, if it holds a snowflake sequence.
-    pub fn new(idx: usize, slot: &'a Slot) -> Option<SnowflakeSeq<'a>> {
-        Some(SnowflakeSeq {
-            idx,
-            slot,
-            state: slot.state()?,
-        })
-    }
-
-    pub fn idx(&self) -> usize {
-        self.idx
-    }
-
-    pub fn slot(&self) -> &'a Slot {
-        self.slot
-    }
-
+impl SnowflakeSeq<'_> {
     /// The layout its IDs count in: the one it was created with.
     pub fn layout(&self) -> Layout {
-        let c = self.slot.created_with();
+        let c = self.slot().created_with();
         Layout::own(c.node_bits, c.epoch_ms)
     }
 
     /// Whether the sequence was created under `layout` (the server's now). Its state counts
     /// ticks of the layout it was created with, so this comes before anything reads them.
     pub fn created_under(&self, layout: &Layout) -> bool {
-        self.slot.created_with() == creation_layout(layout)
+        self.slot().created_with() == creation_layout(layout)
     }
 
     /// The bounds of a reservation now. The lease only grows while the server runs, so a
@@ -136,7 +120,7 @@ impl<'a> SnowflakeSeq<'a> {
         Bounds {
             counter_bits: layout.counter_bits,
             max_tick: layout.max_tick(),
-            lease_end: self.state.lease_end.load(Ordering::Acquire),
+            lease_end: self.state().lease_end.load(Ordering::Acquire),
             max_ahead_ms,
         }
     }
@@ -149,7 +133,7 @@ impl<'a> SnowflakeSeq<'a> {
         n: u64,
         bounds: &Bounds,
     ) -> Result<Reservation, Miss> {
-        let state = self.state;
+        let state = self.state();
         let cb = layout.counter_bits;
         let coarse = wallclock::coarse_unix_ms();
         if coarse < LAST_WALL_MS.load(Ordering::Relaxed) {
@@ -185,26 +169,42 @@ impl<'a> SnowflakeSeq<'a> {
         Ok(r)
     }
 
+    /// Closes a dropped sequence: nothing more is handed out from it (a backend that found it
+    /// before the drop is refused and finds the name again). Under the lease lock.
+    pub fn close(&self) {
+        let last = self.state().tick.swap(CLOSED, Ordering::AcqRel);
+        if last != CLOSED {
+            self.state().closed_at.store(last, Ordering::Release);
+        }
+    }
+
+    /// For a dropped (closed) sequence, the last tick it handed out.
+    pub fn closed_at(&self) -> u64 {
+        self.state().closed_at.load(Ordering::Acquire)
+    }
+
     /// Moves the sequence on so that its next tick is above `tick` (never back): seeding, for
     /// a sequence nothing was handed out from yet on this server.
     pub fn raise_to(&self, tick: u64) {
-        self.state.tick.fetch_max(tick, Ordering::AcqRel);
+        self.state().tick.fetch_max(tick, Ordering::AcqRel);
     }
 
     /// Whether a lease extension is still needed to cover tick `last` (another backend may
     /// have made one meanwhile). Asked again under the lease lock.
     pub fn needs_lease_for(&self, last: u64) -> bool {
-        self.state.lease_end.load(Ordering::Acquire) <= last
+        self.state().lease_end.load(Ordering::Acquire) <= last
     }
 
     /// Publishes a lease that is now durable: ticks of milliseconds below `end_ms` may be
     /// handed out.
     pub fn publish_lease(&self, end_ms: u64) {
         let cb = self.layout().counter_bits;
-        self.state
+        self.state()
             .lease_end
             .fetch_max(end_ms << cb, Ordering::AcqRel);
-        self.state.lease_extensions.fetch_add(1, Ordering::Relaxed);
+        self.state()
+            .lease_extensions
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// The durable lease it holds: the first millisecond not covered.
@@ -212,7 +212,7 @@ impl<'a> SnowflakeSeq<'a> {
         let cb = self.layout().counter_bits;
         Lease {
             era: 0,
-            end: self.state.lease_end.load(Ordering::Acquire) >> cb,
+            end: self.state().lease_end.load(Ordering::Acquire) >> cb,
         }
     }
 
@@ -221,14 +221,14 @@ impl<'a> SnowflakeSeq<'a> {
     pub fn restore(&self, lease: Lease) {
         let cb = self.layout().counter_bits;
         let end_tick = lease.end << cb;
-        self.state.lease_end.fetch_max(end_tick, Ordering::AcqRel);
-        self.state
+        self.state().lease_end.fetch_max(end_tick, Ordering::AcqRel);
+        self.state()
             .tick
             .fetch_max(end_tick.saturating_sub(1), Ordering::AcqRel);
     }
 
     pub fn stats(&self) -> Stats {
-        let s = self.state;
+        let s = self.state();
         Stats {
             last_tick: s.tick.load(Ordering::Relaxed),
             lease_end_tick: s.lease_end.load(Ordering::Relaxed),
@@ -252,28 +252,28 @@ pub fn creation_layout(layout: &Layout) -> CreationLayout {
 mod tests {
     use super::*;
     use crate::registry::tests::table;
-    use crate::registry::{Key, Registry};
+    use crate::registry::Key;
     use crate::snowflake::epoch::DEFAULT_EPOCH_MS;
 
     const LAYOUT: Layout = Layout::own(10, DEFAULT_EPOCH_MS);
 
     fn with_seq(test: impl FnOnce(SnowflakeSeq<'_>)) {
-        let slots = table(2);
-        let r = Registry::new(&slots);
+        let t = table(2);
+        let r = t.registry();
         let key = Key {
             db: 1,
             kind: Kind::Snowflake,
             name: b"s",
         };
-        let idx = r
+        let at = r
             .find_or_insert(key, creation_layout(&LAYOUT), true)
             .unwrap();
-        test(SnowflakeSeq::new(idx, r.slot(idx)).unwrap());
+        test(r.seq(at).unwrap());
     }
 
     /// A sequence whose lease reaches the end of time: these tests are about the clock.
     fn leased(seq: &SnowflakeSeq<'_>) {
-        seq.state.lease_end.store(u64::MAX, Ordering::Relaxed);
+        seq.state().lease_end.store(u64::MAX, Ordering::Relaxed);
     }
 
     fn now_ms() -> u64 {
@@ -282,17 +282,17 @@ mod tests {
 
     #[test]
     fn only_a_snowflake_slot_is_a_snowflake_sequence() {
-        let slots = table(2);
-        let r = Registry::new(&slots);
+        let t = table(2);
+        let r = t.registry();
         let key = Key {
             db: 1,
             kind: Kind::Gdid,
             name: b"s\0q",
         };
-        let idx = r
+        let at = r
             .find_or_insert(key, CreationLayout::default(), true)
             .unwrap();
-        assert!(SnowflakeSeq::new(idx, r.slot(idx)).is_none());
+        assert!(r.seq::<SnowflakeState>(at).is_none());
     }
 
     #[test]
@@ -328,7 +328,7 @@ mod tests {
             leased(&seq);
             let b = seq.bounds(&LAYOUT, 10_000);
             let ahead = clock::tick_of_ms(now_ms() + 5_000, LAYOUT.counter_bits) + 17;
-            seq.state.tick.store(ahead, Ordering::Relaxed);
+            seq.state().tick.store(ahead, Ordering::Relaxed);
             assert_eq!(seq.try_reserve(&LAYOUT, 1, &b).unwrap().first, ahead + 1);
             // ...but not past the bound:
             let tight = seq.bounds(&LAYOUT, 1_000);

@@ -6,11 +6,11 @@ use pgrx::pg_sys::{self, Datum, FunctionCallInfo};
 use super::clock::{self, Bounds, Refusal, Reservation};
 use super::epoch::{format_utc, pg_timestamp_to_unix_ms, unix_ms_to_pg_timestamp};
 use super::layout::{preset, preset_names, Layout, Parts};
-use super::sequence::{lease_target_ms, Miss, SnowflakeSeq};
+use super::sequence::{lease_target_ms, Miss, SnowflakeSeq, SnowflakeState};
 use super::wallclock;
 use crate::callsite;
 use crate::durable::lease::LeaseLock;
-use crate::durable::record::{Lease, LeaseRecord};
+use crate::durable::record::Lease;
 use crate::errors::{error, Clipped, Code};
 use crate::fmgr::{self, finfo, v1, Call};
 use crate::registry::Kind;
@@ -65,8 +65,7 @@ fn next_without_waiting(call: Call<'_>) -> Option<i64> {
     }
     let (server, registry) = (guc::server()?, shmem::registry()?);
     let node = server.node?;
-    let idx = callsite::cached_slot::<1>(call)?;
-    let seq = SnowflakeSeq::new(idx, registry.get(idx)?)?;
+    let seq = registry.seq::<SnowflakeState>(callsite::cached_slot::<1>(call)?)?;
     let bounds = seq.bounds(&server.layout, guc::max_clock_ahead_ms());
     let r = seq.try_reserve(&server.layout, 1, &bounds).ok()?;
     Some(server.layout.id_of_tick(r.first, node) as i64)
@@ -76,17 +75,20 @@ fn next(call: Call<'_>) -> i64 {
     let (server, registry) = (sequences::server(), sequences::registry());
     let node = sequences::node_id(server);
     sequences::require_may_generate("snowflake_next()", What::Node);
-    let seq = loop {
-        let idx = callsite::slot_of(call, |[name]| {
-            sequences::snowflake(&registry, name, &server.layout, node).idx()
-        });
-        if let Some(seq) = SnowflakeSeq::new(idx, registry.slot(idx)) {
-            break seq;
+    loop {
+        let at = callsite::slot_of(
+            call,
+            |at| registry.seq::<SnowflakeState>(at).is_some(),
+            |[name]| sequences::snowflake(&registry, name, &server.layout, node).at(),
+        );
+        if let Some(r) = registry
+            .seq::<SnowflakeState>(at)
+            .and_then(|seq| reserve(&server.layout, seq, 1))
+        {
+            return server.layout.id_of_tick(r.first, node) as i64;
         }
         // Dropped since the call site resolved it: the name leads to a new sequence.
-    };
-    let r = reserve(&server.layout, seq, 1);
-    server.layout.id_of_tick(r.first, node) as i64
+    }
 }
 
 /// The state of a batch being returned: the ticks still to hand out.
@@ -111,8 +113,14 @@ pub extern "C" fn snowflake_next_batch(fcinfo: FunctionCallInfo) -> Datum {
                     let (server, registry) = (sequences::server(), sequences::registry());
                     let node = sequences::node_id(server);
                     sequences::require_may_generate("snowflake_next_batch()", What::Node);
-                    let seq = sequences::snowflake(&registry, call.bytes(0), &server.layout, node);
-                    let r = reserve(&server.layout, seq, n);
+                    let r = loop {
+                        let seq =
+                            sequences::snowflake(&registry, call.bytes(0), &server.layout, node);
+                        if let Some(r) = reserve(&server.layout, seq, n) {
+                            break r;
+                        }
+                        // Dropped meanwhile: the name leads to a new sequence.
+                    };
                     Batch {
                         next: r.first,
                         last: r.last,
@@ -133,16 +141,18 @@ pub extern "C" fn snowflake_next_batch(fcinfo: FunctionCallInfo) -> Datum {
 }
 
 /// Reserves `n` ticks, extending the lease when needed and waiting briefly when the sequence
-/// has run too far ahead of the clock.
-fn reserve(layout: &Layout, seq: SnowflakeSeq<'_>, n: u64) -> Reservation {
+/// has run too far ahead of the clock; `None` if the sequence was dropped meanwhile.
+fn reserve(layout: &Layout, seq: SnowflakeSeq<'_>, n: u64) -> Option<Reservation> {
     let max_ahead_ms = guc::max_clock_ahead_ms();
     let mut waited_ms = 0;
     loop {
         let bounds = seq.bounds(layout, max_ahead_ms);
         let refusal = match seq.try_reserve(layout, n, &bounds) {
-            Ok(r) => return r,
+            Ok(r) => return Some(r),
             Err(Miss::Refused(Refusal::LeaseNeeded { last })) => {
-                extend_lease(layout, seq, &bounds, last);
+                if !extend_lease(layout, seq, &bounds, last) {
+                    return None;
+                }
                 continue;
             }
             Err(Miss::Refused(refusal)) => refusal,
@@ -156,6 +166,9 @@ fn reserve(layout: &Layout, seq: SnowflakeSeq<'_>, n: u64) -> Reservation {
             .detail(layout_range(layout))
             .raise(),
         };
+        if !seq.is_current() {
+            return None; // dropped: refused because it is closed
+        }
         match clock::wait_before_retry(refusal, &bounds, MAX_WAIT_MS - waited_ms) {
             Some(ms) => {
                 let ms = ms.max(1);
@@ -169,22 +182,18 @@ fn reserve(layout: &Layout, seq: SnowflakeSeq<'_>, n: u64) -> Reservation {
     }
 }
 
-/// Makes a lease covering tick `last` durable, unless another backend did meanwhile.
-fn extend_lease(layout: &Layout, seq: SnowflakeSeq<'_>, bounds: &Bounds, last: u64) {
+/// Makes a lease covering tick `last` durable, unless another backend did meanwhile. False if
+/// the sequence was dropped meanwhile.
+fn extend_lease(layout: &Layout, seq: SnowflakeSeq<'_>, bounds: &Bounds, last: u64) -> bool {
     let lock = LeaseLock::acquire();
     if !seq.needs_lease_for(last) {
-        return;
+        return true;
     }
     let now_ms = layout
         .ms_since_epoch(wallclock::precise_unix_ms())
         .unwrap_or(last >> layout.counter_bits);
     let end = lease_target_ms(last, now_ms, bounds);
-    let slot = seq.slot();
-    lock.persist(
-        seq.idx(),
-        &LeaseRecord::new(slot.key(), slot.created_with(), Lease { era: 0, end }),
-    );
-    seq.publish_lease(end);
+    sequences::persist_then_publish(&lock, seq, Lease { era: 0, end }, || seq.publish_lease(end))
 }
 
 fn refuse(refusal: Refusal, bounds: &Bounds, seq: SnowflakeSeq<'_>, n: u64) -> ! {
@@ -413,10 +422,11 @@ fn sequence_rows(rows: &mut fmgr::Rows) {
     let node = sequences::server().node;
     let now_ms = wallclock::precise_unix_ms();
     let db = sequences::current_db();
-    for (idx, slot) in registry.of_database(db, Kind::Snowflake) {
-        let Some(seq) = SnowflakeSeq::new(idx, slot) else {
+    for at in registry.of_database(db, Kind::Snowflake) {
+        let Some(seq) = registry.seq::<SnowflakeState>(at) else {
             continue;
         };
+        let slot = seq.slot();
         let layout = seq.layout();
         let s = seq.stats();
         let ms_of = |tick: u64| layout.epoch_ms + (tick >> layout.counter_bits) as i64;

@@ -40,9 +40,9 @@ SELECT pg_reload_conf();
 SELECT pg_sleep(0.5);
 
 -- snowflake.max_sequences is 81 in this test instance, for the sequences of all databases
--- together (encodings made seven in other databases) and of both kinds, dropped ones
--- included until the next start (lifecycle dropped eight): once every slot is taken, new names
--- are refused, while names that already exist keep working.
+-- together and of both kinds (the slots of dropped sequences, and of the databases encodings
+-- dropped, have taken new ones): once every slot is taken, new names are refused, while names
+-- that already exist keep working.
 SELECT count(*) AS sequences_so_far FROM snowflake_sequences;
 DO $$
 BEGIN
@@ -53,3 +53,9 @@ END $$;
 \echo :LAST_ERROR_SQLSTATE
 SELECT count(*) AS sequences FROM snowflake_sequences;
 SELECT snowflake_next('orders') > 0 AS existing_names_still_work;
+-- A dropped sequence's slot takes a new sequence without a restart, once no transaction that
+-- was running when it was dropped is left (here at once: no other session uses the table).
+SELECT snowflake_drop_sequence('fill_1');
+SELECT snowflake_next('after_a_drop') > 0 AS took_the_slot;
+SELECT snowflake_next('one_more');
+\echo :LAST_ERROR_SQLSTATE

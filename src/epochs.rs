@@ -1,0 +1,141 @@
+//! When the slot of a dropped sequence may take a new sequence: once no backend can still be
+//! using it as the old one.
+//!
+//! PURE: no pgrx here; the tests run it from several threads.
+//!
+//! Backends reach a slot without a lock (the generators' whole point), so a slot cannot be
+//! handed to a new sequence the moment its old one is dropped: a backend may be between
+//! finding the slot and claiming a value from it. This is epoch-based reclamation, at the
+//! granularity of a transaction: before a backend touches the table in a transaction it
+//! publishes the current epoch in its own entry ([`Epochs::enter`]), and clears it when the
+//! transaction ends ([`Epochs::exit`]). A drop marks the slot first, then advances the epoch
+//! ([`Epochs::advance`]), and the slot may be reused once every entry is either clear or
+//! at least that new epoch ([`Epochs::all_past`]): every backend that could have found the
+//! slot before it was dropped has ended its transaction since. A backend entering later finds
+//! the slot dropped (the drop's mark comes before the epoch it reads, in the single total
+//! order of sequentially consistent operations).
+//!
+//! Entering costs one store with a full fence per transaction that uses the table, not one
+//! per value; a long transaction only delays the reuse of slots dropped while it runs.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The epoch counter and one entry per backend, in shared memory (all-zero: no epoch yet,
+/// nobody entered).
+#[derive(Clone, Copy)]
+pub struct Epochs<'a> {
+    global: &'a AtomicU64,
+    active: &'a [AtomicU64],
+}
+
+impl<'a> Epochs<'a> {
+    pub fn new(global: &'a AtomicU64, active: &'a [AtomicU64]) -> Self {
+        Epochs { global, active }
+    }
+
+    /// How many backends have an entry.
+    pub fn capacity(&self) -> usize {
+        self.active.len()
+    }
+
+    /// Backend `me` starts using the table; false if it has no entry (it must not then).
+    pub fn enter(&self, me: usize) -> bool {
+        let Some(entry) = self.active.get(me) else {
+            return false;
+        };
+        // Never 0, which means "not entered".
+        let epoch = self.global.load(Ordering::SeqCst) + 1;
+        entry.store(epoch, Ordering::SeqCst);
+        true
+    }
+
+    /// Backend `me` holds nothing of the table any more.
+    pub fn exit(&self, me: usize) {
+        if let Some(entry) = self.active.get(me) {
+            entry.store(0, Ordering::Release);
+        }
+    }
+
+    /// After a slot was marked dropped: the epoch its reuse must wait for.
+    pub fn advance(&self) -> u64 {
+        // The epoch a backend entering from now on publishes.
+        self.global.fetch_add(1, Ordering::SeqCst) + 2
+    }
+
+    /// Whether every backend entered at `epoch` or later, or not at all.
+    pub fn all_past(&self, epoch: u64) -> bool {
+        self.active.iter().all(|e| {
+            let e = e.load(Ordering::SeqCst);
+            e == 0 || e >= epoch
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    fn table(n: usize) -> (AtomicU64, Vec<AtomicU64>) {
+        (
+            AtomicU64::new(0),
+            (0..n).map(|_| AtomicU64::new(0)).collect(),
+        )
+    }
+
+    #[test]
+    fn a_drop_waits_for_the_backends_entered_before_it() {
+        let (g, a) = table(3);
+        let e = Epochs::new(&g, &a);
+        assert!(e.enter(0));
+        let d = e.advance();
+        assert!(!e.all_past(d), "backend 0 entered before the drop");
+        assert!(e.enter(1));
+        assert!(!e.all_past(d));
+        e.exit(0);
+        assert!(e.all_past(d), "backend 1 entered after the drop");
+        assert!(!e.enter(3), "no entry for backend 3");
+    }
+
+    /// Readers find a slot, check that it is still theirs (not dropped), then use it; a
+    /// reclaimer drops it, and reuses it once all_past says so. No reader may be using the slot
+    /// (after a successful check) while it is being reused.
+    #[test]
+    fn no_reader_uses_a_slot_while_it_is_reused() {
+        let (g, a) = table(8);
+        let epochs = Epochs::new(&g, &a);
+        let dropped = AtomicBool::new(false);
+        let in_use = AtomicU64::new(0);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for me in 0..7 {
+                let (epochs, dropped, in_use, stop) = (&epochs, &dropped, &in_use, &stop);
+                s.spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        assert!(epochs.enter(me));
+                        if !dropped.load(Ordering::SeqCst) {
+                            in_use.fetch_add(1, Ordering::SeqCst);
+                            std::hint::spin_loop();
+                            in_use.fetch_sub(1, Ordering::SeqCst);
+                        }
+                        epochs.exit(me);
+                    }
+                });
+            }
+            for _ in 0..2_000 {
+                dropped.store(true, Ordering::SeqCst);
+                let d = epochs.advance();
+                while !epochs.all_past(d) {
+                    std::hint::spin_loop();
+                }
+                assert_eq!(
+                    in_use.load(Ordering::SeqCst),
+                    0,
+                    "a reader still uses the slot"
+                );
+                dropped.store(false, Ordering::SeqCst); // reused: a live slot again
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+}
