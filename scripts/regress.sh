@@ -18,6 +18,7 @@ major=$("$PG_CONFIG" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')
 port=$((55300 + 2 * major))
 failures="$root/.build/regress-$major"
 
+rm -rf "$failures" # what an earlier run left
 work=$(mktemp -d /tmp/snowflake_id_regress.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cp -r tests/pg_regress/. "$work/"

@@ -5,16 +5,21 @@
 
 use pgrx::pg_sys::{Datum, FunctionCallInfo};
 
-use crate::fmgr::finfo;
-
-/// `$old` (with its `$finfo`) calls `$new`, the function that has the same SQL declaration.
+/// `$old` calls `$new`, the function that has the same SQL declaration.
 macro_rules! same_as {
-    ($($old:ident, $finfo:ident => $new:path;)*) => {$(
+    ($($old:ident => $new:path;)*) => {$(
         #[no_mangle]
         pub extern "C" fn $old(fcinfo: FunctionCallInfo) -> Datum {
             $new(fcinfo)
         }
-        finfo!($finfo);
+        const _: () = {
+            #[export_name = concat!("pg_finfo_", stringify!($old))]
+            extern "C" fn finfo() -> &'static pgrx::pg_sys::Pg_finfo_record {
+                static V1: pgrx::pg_sys::Pg_finfo_record =
+                    pgrx::pg_sys::Pg_finfo_record { api_version: 1 };
+                &V1
+            }
+        };
     )*};
 }
 
@@ -22,34 +27,34 @@ use crate::gdid::sql as g;
 use crate::snowflake::sql as s;
 
 same_as! {
-    snowflake_next_fast, pg_finfo_snowflake_next_fast => s::snowflake_next;
-    snowflake_next_batch_wrapper, pg_finfo_snowflake_next_batch_wrapper => s::snowflake_next_batch;
-    snowflake_timestamp_wrapper, pg_finfo_snowflake_timestamp_wrapper => s::snowflake_timestamp;
-    snowflake_node_wrapper, pg_finfo_snowflake_node_wrapper => s::snowflake_node;
-    snowflake_counter_wrapper, pg_finfo_snowflake_counter_wrapper => s::snowflake_counter;
-    snowflake_from_timestamp_wrapper, pg_finfo_snowflake_from_timestamp_wrapper => s::snowflake_from_timestamp;
-    snowflake_timestamp_in_layout_wrapper, pg_finfo_snowflake_timestamp_in_layout_wrapper => s::snowflake_timestamp_in_layout;
-    snowflake_node_in_layout_wrapper, pg_finfo_snowflake_node_in_layout_wrapper => s::snowflake_node_in_layout;
-    snowflake_counter_in_layout_wrapper, pg_finfo_snowflake_counter_in_layout_wrapper => s::snowflake_counter_in_layout;
-    snowflake_from_timestamp_in_layout_wrapper, pg_finfo_snowflake_from_timestamp_in_layout_wrapper => s::snowflake_from_timestamp_in_layout;
-    snowflake_sequences_rows_wrapper, pg_finfo_snowflake_sequences_rows_wrapper => s::snowflake_sequences_rows;
-    gdid_in_wrapper, pg_finfo_gdid_in_wrapper => g::gdid_in;
-    gdid_out_wrapper, pg_finfo_gdid_out_wrapper => g::gdid_out;
-    gdid_recv_wrapper, pg_finfo_gdid_recv_wrapper => g::gdid_recv;
-    gdid_send_wrapper, pg_finfo_gdid_send_wrapper => g::gdid_send;
-    gdid_make_wrapper, pg_finfo_gdid_make_wrapper => g::gdid_make;
-    gdid_era_wrapper, pg_finfo_gdid_era_wrapper => g::gdid_era;
-    gdid_authority_wrapper, pg_finfo_gdid_authority_wrapper => g::gdid_authority;
-    gdid_counter_wrapper, pg_finfo_gdid_counter_wrapper => g::gdid_counter;
-    gdid_to_hex_wrapper, pg_finfo_gdid_to_hex_wrapper => g::gdid_to_hex;
-    gdid_to_bytea_wrapper, pg_finfo_gdid_to_bytea_wrapper => g::gdid_to_bytea;
-    gdid_from_bytea_wrapper, pg_finfo_gdid_from_bytea_wrapper => g::gdid_from_bytea;
-    gdid_compress_wrapper, pg_finfo_gdid_compress_wrapper => g::gdid_compress;
-    gdid_decompress_wrapper, pg_finfo_gdid_decompress_wrapper => g::gdid_decompress;
-    gdid_to_leb128_wrapper, pg_finfo_gdid_to_leb128_wrapper => g::gdid_to_leb128;
-    gdid_from_leb128_wrapper, pg_finfo_gdid_from_leb128_wrapper => g::gdid_from_leb128;
-    gdid_next_wrapper, pg_finfo_gdid_next_wrapper => g::gdid_next;
-    gdid_next_block_wrapper, pg_finfo_gdid_next_block_wrapper => g::gdid_next_block;
-    gdid_advance_wrapper, pg_finfo_gdid_advance_wrapper => g::gdid_advance;
-    gdid_sequences_rows_wrapper, pg_finfo_gdid_sequences_rows_wrapper => g::gdid_sequences_rows;
+    snowflake_next_fast => s::snowflake_next;
+    snowflake_next_batch_wrapper => s::snowflake_next_batch;
+    snowflake_timestamp_wrapper => s::snowflake_timestamp;
+    snowflake_node_wrapper => s::snowflake_node;
+    snowflake_counter_wrapper => s::snowflake_counter;
+    snowflake_from_timestamp_wrapper => s::snowflake_from_timestamp;
+    snowflake_timestamp_in_layout_wrapper => s::snowflake_timestamp_in_layout;
+    snowflake_node_in_layout_wrapper => s::snowflake_node_in_layout;
+    snowflake_counter_in_layout_wrapper => s::snowflake_counter_in_layout;
+    snowflake_from_timestamp_in_layout_wrapper => s::snowflake_from_timestamp_in_layout;
+    snowflake_sequences_rows_wrapper => s::snowflake_sequences_rows;
+    gdid_in_wrapper => g::gdid_in;
+    gdid_out_wrapper => g::gdid_out;
+    gdid_recv_wrapper => g::gdid_recv;
+    gdid_send_wrapper => g::gdid_send;
+    gdid_make_wrapper => g::gdid_make;
+    gdid_era_wrapper => g::gdid_era;
+    gdid_authority_wrapper => g::gdid_authority;
+    gdid_counter_wrapper => g::gdid_counter;
+    gdid_to_hex_wrapper => g::gdid_to_hex;
+    gdid_to_bytea_wrapper => g::gdid_to_bytea;
+    gdid_from_bytea_wrapper => g::gdid_from_bytea;
+    gdid_compress_wrapper => g::gdid_compress;
+    gdid_decompress_wrapper => g::gdid_decompress;
+    gdid_to_leb128_wrapper => g::gdid_to_leb128;
+    gdid_from_leb128_wrapper => g::gdid_from_leb128;
+    gdid_next_wrapper => g::gdid_next;
+    gdid_next_block_wrapper => g::gdid_next_block;
+    gdid_advance_wrapper => g::gdid_advance;
+    gdid_sequences_rows_wrapper => g::gdid_sequences_rows;
 }

@@ -1,43 +1,18 @@
 //! PostgreSQL's version-1 calling convention, for every SQL function of the extension.
 //!
-//! The SQL declarations are hand-written (`snowflake/api.sql`, `gdid/api.sql`), so each C
-//! symbol is a plain V1 function: `finfo!` declares its calling convention to fmgr, and
-//! [`v1`] runs its body inside [`errors::boundary`], so that errors reach PostgreSQL in the
-//! database's encoding (see `errors`). [`Call`] reads the arguments as the SQL declaration
-//! types them; a few helpers build results, rows and sets.
+//! Each C symbol is a plain V1 function made by `sqlfn::sql_functions!`; [`Call`] is its view
+//! of the call (arguments, the call site's cache, the NULL result), and the helpers here build
+//! results, rows and sets.
 //!
 //! pgrx's `#[pg_extern]` wrapper is not used: besides re-encoding every error message as
 //! UTF-8, it costs more per call than the hot functions themselves (README, "Performance").
 
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void};
 use std::marker::PhantomData;
 
 use pgrx::pg_sys::{self, Datum, FunctionCallInfo};
 
 use crate::errors;
-
-/// Declares the V1 calling convention of each named `pg_finfo_*` symbol to fmgr.
-macro_rules! finfo {
-    ($($finfo:ident),* $(,)?) => {$(
-        #[no_mangle]
-        pub extern "C" fn $finfo() -> &'static pgrx::pg_sys::Pg_finfo_record {
-            static V1: pgrx::pg_sys::Pg_finfo_record = pgrx::pg_sys::Pg_finfo_record { api_version: 1 };
-            &V1
-        }
-    )*};
-}
-pub(crate) use finfo;
-
-/// Runs the body of a V1 function.
-///
-/// # Safety
-/// `fcinfo` is the live call of a function whose SQL declaration matches what `body` reads
-/// through [`Call`]; this is the outermost Rust frame of the call.
-#[inline(always)]
-pub unsafe fn v1(fcinfo: FunctionCallInfo, body: impl FnOnce(Call<'_>) -> Datum) -> Datum {
-    // SAFETY: per this function's contract.
-    unsafe { errors::boundary(|| body(Call::new(fcinfo))) }
-}
 
 /// One call of a V1 function: its arguments, typed as the SQL declaration types them.
 #[derive(Clone, Copy)]
@@ -68,25 +43,11 @@ impl<'a> Call<'a> {
         unsafe { (*(*self.fcinfo).args.as_ptr().add(n)).value }
     }
 
-    pub fn i32(self, n: usize) -> i32 {
-        self.datum(n).value() as i32
-    }
-
-    pub fn i64(self, n: usize) -> i64 {
-        self.datum(n).value() as i64
-    }
-
     /// A `text` or `bytea` argument's bytes (text: in the database's encoding), detoasted if
     /// it was compressed or stored out of line.
     pub fn bytes(self, n: usize) -> &'a [u8] {
         // SAFETY: `new`'s contract: argument n is a non-null varlena living for the call.
         unsafe { varlena_bytes(self.datum(n).cast_mut_ptr()) }
-    }
-
-    /// A `cstring` argument.
-    pub fn cstr(self, n: usize) -> &'a CStr {
-        // SAFETY: `new`'s contract: argument n is a NUL-terminated string living for the call.
-        unsafe { CStr::from_ptr(self.datum(n).cast_mut_ptr::<c_char>()) }
     }
 
     /// The node PostgreSQL 16+ passes to input functions whose errors it wants softly.
@@ -253,16 +214,22 @@ pub fn rows_per_call<S: Copy + 'static>(
 pub struct Rows {
     store: *mut pg_sys::Tuplestorestate,
     desc: pg_sys::TupleDesc,
+    columns: usize,
 }
 
 impl Rows {
     /// One row: a value (ignored when null) and a null flag per column of the result type.
     pub fn push(&mut self, values: &mut [Datum], nulls: &mut [bool]) {
-        // SAFETY: the tuplestore and descriptor InitMaterializedSRF made for this call; the
-        // arrays have one entry per column (the callers' row types match their SQL OUT
-        // parameters, which pg_regress shows).
+        assert!(
+            values.len() == self.columns && nulls.len() == self.columns,
+            "a row of {} values and {} nulls for {} columns",
+            values.len(),
+            nulls.len(),
+            self.columns
+        );
+        // SAFETY: the tuplestore and descriptor InitMaterializedSRF made for this call, whose
+        // column count `materialize` checked; the arrays have one entry per column.
         unsafe {
-            debug_assert_eq!(values.len(), (*self.desc).natts as usize);
             pg_sys::tuplestore_putvalues(
                 self.store,
                 self.desc,
@@ -273,8 +240,8 @@ impl Rows {
     }
 }
 
-/// A set-returning function that hands its whole result over at once.
-pub fn materialize(call: Call<'_>, fill: impl FnOnce(&mut Rows)) -> Datum {
+/// A set-returning function of `columns` columns that hands its whole result over at once.
+pub fn materialize(call: Call<'_>, columns: usize, fill: impl FnOnce(&mut Rows)) -> Datum {
     // SAFETY: InitMaterializedSRF checks the calling context and sets up the call's
     // tuplestore and result descriptor in its ReturnSetInfo.
     let mut rows = unsafe {
@@ -283,8 +250,21 @@ pub fn materialize(call: Call<'_>, fill: impl FnOnce(&mut Rows)) -> Datum {
         Rows {
             store: (*rsinfo).setResult,
             desc: (*rsinfo).setDesc,
+            columns,
         }
     };
+    // SAFETY: the descriptor InitMaterializedSRF made, from the function's OUT parameters.
+    let natts = unsafe { (*rows.desc).natts } as usize;
+    if natts != columns {
+        crate::errors::error(
+            crate::errors::Code::ERRCODE_INTERNAL_ERROR,
+            format!(
+                "a snowflake_id function returns {columns} columns, its SQL declaration {natts}"
+            ),
+        )
+        .hint("The function's SQL declaration does not match the library: reinstall the extension.")
+        .raise();
+    }
     fill(&mut rows);
     Datum::from(0)
 }

@@ -31,10 +31,20 @@ mod seed;
 mod sequences;
 mod shmem;
 mod spi;
+mod sqlfn;
 mod utility;
 
 #[cfg(test)]
 mod testrng;
+
+/// Every SQL function the library declares, by module (see `sqlfn`): a test compares them
+/// with api.sql.
+#[cfg(test)]
+const SQL_FUNCTIONS: &[&[sqlfn::SqlFunction]] = &[
+    snowflake::sql::FUNCTIONS,
+    gdid::sql::FUNCTIONS,
+    gdid::ops::FUNCTIONS,
+];
 
 pgrx::pg_module_magic!();
 

@@ -1,18 +1,17 @@
-//! Comparison and hashing: plain V1 functions, because btree searches, merge joins and hash
-//! joins call them once per tuple. None of them can fail: they read two 12-byte values and
-//! return a number, with no allocation and no panic path. They are `extern "C"` (the sort
-//! support callbacks, whose pointer type PostgreSQL's headers declare "C-unwind", abort on a
-//! panic through `errors::no_unwind`), so a panic could never unwind into PostgreSQL.
+//! Comparison and hashing, which btree searches, merge joins and hash joins call once per
+//! tuple. None of them can fail: they read two 12-byte values and return a number, with no
+//! allocation and no panic path, so they are declared `nothrow` (no error boundary; a panic
+//! would abort). The sort support callbacks, whose pointer type PostgreSQL's headers declare
+//! "C-unwind", abort on a panic through `errors::no_unwind` as well.
 
-use std::cmp::Ordering;
 use std::ffi::c_int;
 
-use pgrx::pg_sys::{self, Datum, FunctionCallInfo};
+use pgrx::pg_sys::{self, Datum};
 
 use super::datum::read;
 use super::value::SIZE;
 use crate::errors::no_unwind;
-use crate::fmgr::finfo;
+use crate::sqlfn::sql_functions;
 
 unsafe extern "C" {
     // PostgreSQL's hash functions (src/common/hashfn.c), as uuid_hash uses them.
@@ -28,90 +27,55 @@ unsafe extern "C-unwind" {
     fn ssup_datum_unsigned_cmp(x: Datum, y: Datum, ssup: pg_sys::SortSupport) -> c_int;
 }
 
-finfo!(
-    pg_finfo_gdid_eq,
-    pg_finfo_gdid_ne,
-    pg_finfo_gdid_lt,
-    pg_finfo_gdid_le,
-    pg_finfo_gdid_gt,
-    pg_finfo_gdid_ge,
-    pg_finfo_gdid_cmp,
-    pg_finfo_gdid_hash,
-    pg_finfo_gdid_hash_extended,
-    pg_finfo_gdid_larger,
-    pg_finfo_gdid_smaller,
-    pg_finfo_gdid_sortsupport,
-);
-
-/// Argument `n` of a call. SAFETY: `fcinfo` is a valid call with more than `n` arguments.
-pub unsafe fn arg(fcinfo: FunctionCallInfo, n: usize) -> Datum {
-    // SAFETY: see above.
-    unsafe { (*(*fcinfo).args.as_ptr().add(n)).value }
-}
-
-/// SAFETY: `fcinfo` is a call of a STRICT function whose first two arguments are gdids.
-unsafe fn order(fcinfo: FunctionCallInfo) -> Ordering {
-    // SAFETY: see above.
-    unsafe { read(arg(fcinfo, 0)).cmp(&read(arg(fcinfo, 1))) }
-}
-
-macro_rules! comparison {
-    ($name:ident, $test:expr) => {
-        /// # Safety
-        /// Called by fmgr for the SQL function of the same name: STRICT, (gdid, gdid).
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(fcinfo: FunctionCallInfo) -> Datum {
-            // SAFETY: see the function's contract.
-            let o = unsafe { order(fcinfo) };
-            Datum::from($test(o))
+sql_functions! {
+    fn gdid_eq(_a: gdid, _b: gdid) -> boolean [immutable parallel_safe leakproof nothrow] |_| {
+        _a == _b
+    }
+    fn gdid_ne(_a: gdid, _b: gdid) -> boolean [immutable parallel_safe leakproof nothrow] |_| {
+        _a != _b
+    }
+    fn gdid_lt(_a: gdid, _b: gdid) -> boolean [immutable parallel_safe leakproof nothrow] |_| {
+        _a < _b
+    }
+    fn gdid_le(_a: gdid, _b: gdid) -> boolean [immutable parallel_safe leakproof nothrow] |_| {
+        _a <= _b
+    }
+    fn gdid_gt(_a: gdid, _b: gdid) -> boolean [immutable parallel_safe leakproof nothrow] |_| {
+        _a > _b
+    }
+    fn gdid_ge(_a: gdid, _b: gdid) -> boolean [immutable parallel_safe leakproof nothrow] |_| {
+        _a >= _b
+    }
+    fn gdid_cmp(_a: gdid, _b: gdid) -> integer [immutable parallel_safe leakproof nothrow] |_| {
+        _a.cmp(&_b) as i32
+    }
+    /// PostgreSQL's hash of the 12 bytes, as uuid_hash hashes its 16.
+    fn gdid_hash(_g: gdid_datum) -> integer [immutable parallel_safe leakproof nothrow] |_| {
+        // SAFETY: a gdid Datum points at SIZE bytes; hash_bytes only reads them.
+        unsafe { hash_bytes(_g.datum.cast_mut_ptr::<u8>(), SIZE as c_int) as i32 }
+    }
+    fn gdid_hash_extended(_g: gdid_datum, _seed: bigint) -> bigint
+        [immutable parallel_safe leakproof nothrow] |_| {
+        // SAFETY: as gdid_hash.
+        unsafe {
+            hash_bytes_extended(_g.datum.cast_mut_ptr::<u8>(), SIZE as c_int, _seed as u64) as i64
         }
-    };
-}
-
-comparison!(gdid_eq, Ordering::is_eq);
-comparison!(gdid_ne, Ordering::is_ne);
-comparison!(gdid_lt, Ordering::is_lt);
-comparison!(gdid_le, Ordering::is_le);
-comparison!(gdid_gt, Ordering::is_gt);
-comparison!(gdid_ge, Ordering::is_ge);
-comparison!(gdid_cmp, |o: Ordering| o as i32);
-
-/// # Safety
-/// Called by fmgr: STRICT, (gdid, gdid) -> gdid. Returns one of its arguments, as
-/// text_larger does; the caller copies it if it must outlive them.
-#[no_mangle]
-pub unsafe extern "C" fn gdid_larger(fcinfo: FunctionCallInfo) -> Datum {
-    // SAFETY: see the function's contract.
-    unsafe { arg(fcinfo, if order(fcinfo).is_ge() { 0 } else { 1 }) }
-}
-
-/// # Safety
-/// As gdid_larger.
-#[no_mangle]
-pub unsafe extern "C" fn gdid_smaller(fcinfo: FunctionCallInfo) -> Datum {
-    // SAFETY: see the function's contract.
-    unsafe { arg(fcinfo, if order(fcinfo).is_le() { 0 } else { 1 }) }
-}
-
-/// # Safety
-/// Called by fmgr: STRICT, (gdid) -> integer.
-#[no_mangle]
-pub unsafe extern "C" fn gdid_hash(fcinfo: FunctionCallInfo) -> Datum {
-    // SAFETY: a gdid Datum points at SIZE bytes; hash_bytes only reads them.
-    let h = unsafe { hash_bytes(arg(fcinfo, 0).cast_mut_ptr::<u8>(), SIZE as c_int) };
-    Datum::from(h as i32)
-}
-
-/// # Safety
-/// Called by fmgr: STRICT, (gdid, bigint) -> bigint.
-#[no_mangle]
-pub unsafe extern "C" fn gdid_hash_extended(fcinfo: FunctionCallInfo) -> Datum {
-    // SAFETY: as gdid_hash; the seed is a by-value int8.
-    let h = unsafe {
-        let seed = arg(fcinfo, 1).value() as u64;
-        hash_bytes_extended(arg(fcinfo, 0).cast_mut_ptr::<u8>(), SIZE as c_int, seed)
-    };
-    Datum::from(h as i64)
+    }
+    /// One of its arguments, as it is (as text_larger does); the caller copies it if it must
+    /// outlive them.
+    fn gdid_larger(_a: gdid_datum, _b: gdid_datum) -> gdid_datum
+        [immutable parallel_safe nothrow] |_| {
+        if _a.value >= _b.value { _a } else { _b }
+    }
+    fn gdid_smaller(_a: gdid_datum, _b: gdid_datum) -> gdid_datum
+        [immutable parallel_safe nothrow] |_| {
+        if _a.value <= _b.value { _a } else { _b }
+    }
+    /// Fills in the SortSupport PostgreSQL passes.
+    fn gdid_sortsupport(_ssup: internal) -> void [immutable parallel_safe nothrow] |_| {
+        // SAFETY: the SortSupportData PostgreSQL asks us to fill in.
+        unsafe { sort_support(_ssup.cast()) }
+    }
 }
 
 // -------------------------------------------------------------------------------------------
@@ -135,12 +99,10 @@ unsafe extern "C-unwind" fn keep_abbreviating(_: c_int, _: pg_sys::SortSupport) 
 }
 
 /// # Safety
-/// Called by fmgr: (internal) -> void, with a SortSupport to fill in.
-#[no_mangle]
-pub unsafe extern "C" fn gdid_sortsupport(fcinfo: FunctionCallInfo) -> Datum {
-    // SAFETY: the argument is the SortSupportData PostgreSQL asks us to fill in.
+/// `ssup` is the SortSupportData PostgreSQL asks `gdid_sortsupport` to fill in.
+unsafe fn sort_support(ssup: *mut pg_sys::SortSupportData) {
+    // SAFETY: per the contract.
     unsafe {
-        let ssup = arg(fcinfo, 0).cast_mut_ptr::<pg_sys::SortSupportData>();
         (*ssup).comparator = Some(full_cmp);
         if (*ssup).abbreviate {
             (*ssup).abbrev_converter = Some(abbreviate);
@@ -150,5 +112,4 @@ pub unsafe extern "C" fn gdid_sortsupport(fcinfo: FunctionCallInfo) -> Datum {
             (*ssup).comparator = Some(ssup_datum_unsigned_cmp);
         }
     }
-    Datum::from(0)
 }

@@ -1,66 +1,139 @@
 //! SQL-facing gdid functions that can raise errors: I/O, construction, conversions and
-//! generation. Their SQL declarations are in `gdid/api.sql`.
+//! generation. Each is declared once, below (`sql_functions!`); the type, operators and
+//! classes around them are in `gdid/api.sql`.
 
-use pgrx::pg_sys::{self, Datum, FunctionCallInfo};
+use std::ffi::CStr;
+
+use pgrx::pg_sys::{self, Datum};
 
 use super::compact::{self, DecodeError};
 use super::counter::{GdidState, Taken};
-use super::datum::{palloc, read};
+use super::datum::palloc;
 use super::sequence::{GdidSeq, Plan};
 use super::value::{Gdid, ParseError, Part, SIZE};
 use crate::callsite;
 use crate::dbtext::DbText;
 use crate::durable::lease::LeaseLock;
 use crate::errors::{error, Code, PgError};
-use crate::fmgr::{self, finfo, v1, Call};
+use crate::fmgr::{self, Call};
 use crate::registry::Kind;
 use crate::sequence_id::SequenceName;
 use crate::sightings::What;
 use crate::snowflake::wallclock;
+use crate::sqlfn::sql_functions;
 use crate::{guc, observe, sequences, shmem};
 
-finfo!(
-    pg_finfo_gdid_in,
-    pg_finfo_gdid_out,
-    pg_finfo_gdid_recv,
-    pg_finfo_gdid_send,
-    pg_finfo_gdid_make,
-    pg_finfo_gdid_era,
-    pg_finfo_gdid_authority,
-    pg_finfo_gdid_counter,
-    pg_finfo_gdid_to_hex,
-    pg_finfo_gdid_to_bytea,
-    pg_finfo_gdid_from_bytea,
-    pg_finfo_gdid_compress,
-    pg_finfo_gdid_decompress,
-    pg_finfo_gdid_to_leb128,
-    pg_finfo_gdid_from_leb128,
-    pg_finfo_gdid_next,
-    pg_finfo_gdid_next_block,
-    pg_finfo_gdid_advance,
-    pg_finfo_gdid_sequences_rows,
-    pg_finfo_gdid_drop_sequence,
-);
+sql_functions! {
+    /// NULL only when the caller asked for soft errors (PostgreSQL 16+) and the input is bad.
+    fn gdid_in(_text: cstring) -> gdid_or_null [immutable parallel_safe] |call| {
+        input(call, _text)
+    }
 
-/// Defines a V1 function whose body reads its (non-null) arguments through `call`.
-macro_rules! function {
-    ($name:ident, |$call:ident| $body:expr) => {
-        #[no_mangle]
-        pub extern "C" fn $name(fcinfo: FunctionCallInfo) -> Datum {
-            fn body($call: Call<'_>) -> Datum {
-                $body
-            }
-            // SAFETY: called by fmgr for the SQL function declared with this symbol in
-            // api.sql, STRICT, whose arguments are what the body reads.
-            unsafe { v1(fcinfo, body) }
+    fn gdid_out(_g: gdid) -> cstring [immutable parallel_safe] |_| {
+        _g.to_string().into_bytes()
+    }
+
+    /// A receive function's argument is the StringInfo holding the value's bytes.
+    fn gdid_recv(_buf: internal) -> gdid [immutable parallel_safe] |_| {
+        receive(_buf.cast())
+    }
+
+    fn gdid_send(_g: gdid) -> bytea [immutable parallel_safe] |_| {
+        _g.to_bytes().to_vec()
+    }
+
+    fn gdid_make as gdid(era: bigint, authority: integer, counter: bigint) -> gdid
+        [immutable parallel_safe] |_| {
+        Gdid::new(era, authority.into(), counter).unwrap_or_else(|part| {
+            out_of_range(format_args!("gdid({era}, {authority}, {counter})"), part).raise()
+        })
+    }
+
+    fn gdid_era(_g: gdid) -> bigint [immutable parallel_safe] |_| {
+        i64::from(_g.era)
+    }
+
+    fn gdid_authority(_g: gdid) -> integer [immutable parallel_safe] |_| {
+        i32::from(_g.authority())
+    }
+
+    /// At most 2^60 - 1.
+    fn gdid_counter(_g: gdid) -> bigint [immutable parallel_safe] |_| {
+        _g.counter() as i64
+    }
+
+    fn gdid_to_hex(_g: gdid) -> text [immutable parallel_safe] |_| {
+        _g.to_hex().into_bytes()
+    }
+
+    fn gdid_to_bytea(_g: gdid) -> bytea [immutable parallel_safe] |_| {
+        _g.to_bytes().to_vec()
+    }
+
+    fn gdid_from_bytea(_b: bytea) -> gdid [immutable parallel_safe] |_| {
+        match <&[u8; SIZE]>::try_from(_b) {
+            Ok(b) => Gdid::from_bytes(b),
+            Err(_) => bad_binary(
+                "bytea value",
+                format!("A gdid is {SIZE} bytes, not {}.", _b.len()),
+            ),
         }
-    };
-}
+    }
 
-/// The gdid argument `n`.
-fn gdid_arg(call: Call<'_>, n: usize) -> Gdid {
-    // SAFETY: the functions below read as gdids exactly the arguments api.sql types gdid.
-    unsafe { read(call.datum(n)) }
+    fn gdid_compress(_g: gdid) -> bytea [immutable parallel_safe] |_| {
+        compact::compress(_g)
+    }
+
+    fn gdid_decompress(_b: bytea) -> gdid [immutable parallel_safe] |_| {
+        decoded("compact", compact::decompress(_b))
+    }
+
+    fn gdid_to_leb128(_g: gdid) -> bytea [immutable parallel_safe] |_| {
+        compact::to_leb128(_g)
+    }
+
+    fn gdid_from_leb128(_b: bytea) -> gdid [immutable parallel_safe] |_| {
+        decoded("LEB128", compact::from_leb128(_b))
+    }
+
+    /// `gdid_next(scope, sequence)`. The common case, a call site that has already resolved
+    /// its names and counters the lease covers, is a few loads, one CAS and a palloc;
+    /// everything else (first call, errors, lease extensions, a new era) takes the slow path.
+    fn gdid_next(scope: text_datum, sequence: text_datum) -> gdid
+        [volatile parallel_unsafe] |call| {
+        next_without_waiting(call).unwrap_or_else(|| next(call))
+    }
+
+    /// `gdid_next_block(scope, sequence, n)`: one reservation, then one row per call.
+    fn gdid_next_block(scope: text, sequence: text, n: integer) -> setof gdid
+        [volatile parallel_unsafe rows(100)] |call| {
+        next_block(call, scope, sequence, n)
+    }
+
+    /// Superuser only (EXECUTE revoked from PUBLIC).
+    fn gdid_advance(scope: text, sequence: text, past: gdid) -> void
+        [volatile parallel_unsafe] |_| {
+        let registry = sequences::registry();
+        sequences::require_writable("gdid_advance()");
+        while !sequences::advance(sequences::gdid(&registry, scope, sequence), past) {
+            // Dropped meanwhile: the names lead to a new sequence.
+        }
+    }
+
+    /// Superuser only (EXECUTE revoked from PUBLIC).
+    fn gdid_drop_sequence(scope: text, sequence: text) -> boolean [volatile parallel_unsafe] |_| {
+        let registry = sequences::registry();
+        sequences::require_writable("gdid_drop_sequence()");
+        sequences::drop(&registry, SequenceName::Gdid { scope, sequence })
+    }
+
+    /// Rows of the gdid_sequences view: the current database's gdid sequences.
+    fn gdid_sequences_rows() -> table(
+        scope: text, sequence: text, era: bigint, last_counter: bigint, lease_end: bigint,
+        issued: bigint, lease_extensions: bigint
+    ) [volatile parallel_safe] |_, emit| {
+        sequence_rows(emit)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -81,14 +154,14 @@ fn parse(text: &[u8]) -> Result<Gdid, ParseError> {
         .and_then(Gdid::parse)
 }
 
-// gdid_in: NULL only when the caller asked for soft errors (PostgreSQL 16+) and the input is
-// bad.
-function!(gdid_in, |call| {
-    let text = call.cstr(0).to_bytes();
+/// The gdid of `text`, or `None` when the error was saved for a caller that asked for soft
+/// errors.
+fn input(call: Call<'_>, text: &CStr) -> Option<Gdid> {
+    let text = text.to_bytes();
     let e = match parse(text) {
         Ok(g) => {
             observe::gdid(g);
-            return palloc(g);
+            return Some(g);
         }
         Err(ParseError::Malformed) => error(
             Code::ERRCODE_INVALID_TEXT_REPRESENTATION,
@@ -102,14 +175,10 @@ function!(gdid_in, |call| {
         }
     };
     if e.save(call.context()) {
-        return call.null();
+        return None;
     }
     e.raise()
-});
-
-function!(gdid_out, |call| fmgr::cstring(
-    gdid_arg(call, 0).to_string().as_bytes()
-));
+}
 
 fn bad_binary(what: &str, why: impl Into<String>) -> ! {
     error(
@@ -120,9 +189,9 @@ fn bad_binary(what: &str, why: impl Into<String>) -> ! {
     .raise()
 }
 
-function!(gdid_recv, |call| {
-    // SAFETY: a receive function's argument is the StringInfo holding the value's bytes.
-    let buf = unsafe { &mut *call.datum(0).cast_mut_ptr::<pg_sys::StringInfoData>() };
+fn receive(buf: *mut pg_sys::StringInfoData) -> Gdid {
+    // SAFETY: the receive function's argument, the StringInfo of the value's bytes.
+    let buf = unsafe { &mut *buf };
     let left = (buf.len - buf.cursor) as usize;
     if left != SIZE {
         bad_binary(
@@ -140,97 +209,23 @@ function!(gdid_recv, |call| {
     buf.cursor += SIZE as i32;
     let g = Gdid::from_bytes(&bytes);
     observe::gdid(g);
-    palloc(g)
-});
-
-function!(gdid_send, |call| fmgr::varlena(
-    &gdid_arg(call, 0).to_bytes()
-));
-
-// ---------------------------------------------------------------------------------------------
-// Construction, parts, conversions
-
-function!(gdid_make, |call| {
-    let (era, authority, counter) = (call.i64(0), call.i32(1), call.i64(2));
-    match Gdid::new(era, authority.into(), counter) {
-        Ok(g) => palloc(g),
-        Err(part) => {
-            out_of_range(format_args!("gdid({era}, {authority}, {counter})"), part).raise()
-        }
-    }
-});
-
-function!(gdid_era, |call| Datum::from(i64::from(
-    gdid_arg(call, 0).era
-)));
-function!(gdid_authority, |call| Datum::from(i32::from(
-    gdid_arg(call, 0).authority()
-)));
-// At most 2^60 - 1.
-function!(gdid_counter, |call| Datum::from(
-    gdid_arg(call, 0).counter() as i64
-));
-function!(gdid_to_hex, |call| fmgr::varlena(
-    gdid_arg(call, 0).to_hex().as_bytes()
-));
-function!(gdid_to_bytea, |call| fmgr::varlena(
-    &gdid_arg(call, 0).to_bytes()
-));
-
-function!(gdid_from_bytea, |call| {
-    let bytes = call.bytes(0);
-    match <&[u8; SIZE]>::try_from(bytes) {
-        Ok(b) => palloc(Gdid::from_bytes(b)),
-        Err(_) => bad_binary(
-            "bytea value",
-            format!("A gdid is {SIZE} bytes, not {}.", bytes.len()),
-        ),
-    }
-});
-
-fn decoded(form: &str, r: Result<Gdid, DecodeError>) -> Datum {
-    match r {
-        Ok(g) => palloc(g),
-        Err(e) => bad_binary(
-            &format!("{form} value"),
-            format!("In the input, {}.", e.describe()),
-        ),
-    }
+    g
 }
 
-function!(gdid_compress, |call| fmgr::varlena(&compact::compress(
-    gdid_arg(call, 0)
-)));
-function!(gdid_decompress, |call| decoded(
-    "compact",
-    compact::decompress(call.bytes(0))
-));
-function!(gdid_to_leb128, |call| fmgr::varlena(&compact::to_leb128(
-    gdid_arg(call, 0)
-)));
-function!(gdid_from_leb128, |call| decoded(
-    "LEB128",
-    compact::from_leb128(call.bytes(0))
-));
+fn decoded(form: &str, r: Result<Gdid, DecodeError>) -> Gdid {
+    r.unwrap_or_else(|e| {
+        bad_binary(
+            &format!("{form} value"),
+            format!("In the input, {}.", e.describe()),
+        )
+    })
+}
 
 // ---------------------------------------------------------------------------------------------
 // Generation
 
-/// `gdid_next(scope, sequence)`. The common case, a call site that has already resolved its
-/// names and counters the lease covers, is a few loads, one CAS and a palloc; everything else
-/// (first call, errors, lease extensions, a new era) takes the slow path.
-#[no_mangle]
-pub extern "C" fn gdid_next(fcinfo: FunctionCallInfo) -> Datum {
-    // SAFETY: called by fmgr for gdid_next(text, text), STRICT.
-    unsafe {
-        v1(fcinfo, |call| {
-            next_without_waiting(call).unwrap_or_else(|| next(call))
-        })
-    }
-}
-
 #[inline(always)]
-fn next_without_waiting(call: Call<'_>) -> Option<Datum> {
+fn next_without_waiting(call: Call<'_>) -> Option<Gdid> {
     // SAFETY: a plain read of a backend-global flag (read-only and standby transactions get
     // their ERROR from the slow path).
     if unsafe { pg_sys::XactReadOnly } || observe::refused(What::Authority) {
@@ -240,10 +235,10 @@ fn next_without_waiting(call: Call<'_>) -> Option<Datum> {
     let registry = shmem::registry()?;
     let seq = registry.seq::<GdidState>(callsite::cached_slot::<2>(call)?)?;
     let t = seq.try_take(1).ok()?;
-    Some(palloc(Gdid::from_parts(t.era, authority, t.first)))
+    Some(Gdid::from_parts(t.era, authority, t.first))
 }
 
-fn next(call: Call<'_>) -> Datum {
+fn next(call: Call<'_>) -> Gdid {
     let registry = sequences::registry();
     let authority = sequences::gdid_authority();
     sequences::require_may_generate("gdid_next()", What::Authority);
@@ -254,7 +249,7 @@ fn next(call: Call<'_>) -> Datum {
             |[scope, sequence]| sequences::gdid(&registry, scope, sequence).at(),
         );
         if let Some(t) = registry.seq::<GdidState>(at).and_then(|seq| take(seq, 1)) {
-            return palloc(Gdid::from_parts(t.era, authority, t.first));
+            return Gdid::from_parts(t.era, authority, t.first);
         }
         // Dropped since the call site resolved it: the names lead to a new sequence.
     }
@@ -298,97 +293,61 @@ struct Block {
     last: u64,
 }
 
-/// `gdid_next_block(scope, sequence, n)`: one reservation, then one row per call.
-#[no_mangle]
-pub extern "C" fn gdid_next_block(fcinfo: FunctionCallInfo) -> Datum {
-    // SAFETY: called by fmgr for gdid_next_block(text, text, integer), STRICT, SETOF.
-    unsafe {
-        v1(fcinfo, |call| {
-            fmgr::rows_per_call(
-                call,
-                || {
-                    let n = sequences::count_argument(call.i32(2), "block");
-                    let registry = sequences::registry();
-                    let authority = sequences::gdid_authority();
-                    sequences::require_may_generate("gdid_next_block()", What::Authority);
-                    let t = loop {
-                        let seq = sequences::gdid(&registry, call.bytes(0), call.bytes(1));
-                        if let Some(t) = take(seq, n) {
-                            break t;
-                        }
-                        // Dropped meanwhile: the names lead to a new sequence.
-                    };
-                    Block {
-                        era: t.era,
-                        authority,
-                        next: t.first,
-                        last: t.first + n - 1,
-                    }
-                },
-                |b| {
-                    (b.next <= b.last).then(|| {
-                        let g = Gdid::from_parts(b.era, b.authority, b.next);
-                        b.next += 1;
-                        palloc(g)
-                    })
-                },
-            )
-        })
-    }
+fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
+    fmgr::rows_per_call(
+        call,
+        || {
+            let n = sequences::count_argument(n, "block");
+            let registry = sequences::registry();
+            let authority = sequences::gdid_authority();
+            sequences::require_may_generate("gdid_next_block()", What::Authority);
+            let t = loop {
+                let seq = sequences::gdid(&registry, scope, sequence);
+                if let Some(t) = take(seq, n) {
+                    break t;
+                }
+                // Dropped meanwhile: the names lead to a new sequence.
+            };
+            Block {
+                era: t.era,
+                authority,
+                next: t.first,
+                last: t.first + n - 1,
+            }
+        },
+        |b| {
+            (b.next <= b.last).then(|| {
+                let g = Gdid::from_parts(b.era, b.authority, b.next);
+                b.next += 1;
+                palloc(g)
+            })
+        },
+    )
 }
-
-function!(gdid_advance, |call| {
-    let registry = sequences::registry();
-    sequences::require_writable("gdid_advance()");
-    while !sequences::advance(
-        sequences::gdid(&registry, call.bytes(0), call.bytes(1)),
-        gdid_arg(call, 2),
-    ) {
-        // Dropped meanwhile: the names lead to a new sequence.
-    }
-    Datum::from(0)
-});
-
-// gdid_drop_sequence(text, text): superuser only (EXECUTE revoked from PUBLIC).
-function!(gdid_drop_sequence, |call| {
-    let registry = sequences::registry();
-    sequences::require_writable("gdid_drop_sequence()");
-    let name = SequenceName::Gdid {
-        scope: call.bytes(0),
-        sequence: call.bytes(1),
-    };
-    Datum::from(sequences::drop(&registry, name))
-});
 
 // ---------------------------------------------------------------------------------------------
 // Monitoring
 
-// Rows of the gdid_sequences view: the current database's gdid sequences.
-function!(gdid_sequences_rows, |call| fmgr::materialize(
-    call,
-    |rows| {
-        let registry = sequences::registry();
-        for at in registry.of_database(sequences::current_db(), Kind::Gdid) {
-            let Some(seq) = registry.seq::<GdidState>(at) else {
-                continue;
-            };
-            let Some(id) = crate::sequence_id::SequenceId::from_key(seq.slot().key()) else {
-                continue;
-            };
-            let crate::sequence_id::SequenceName::Gdid { scope, sequence } = id.name else {
-                continue;
-            };
-            let s = seq.stats();
-            let mut values = [
-                fmgr::varlena(scope),
-                fmgr::varlena(sequence),
-                Datum::from(i64::from(s.era)),
-                Datum::from(s.last_counter as i64),
-                Datum::from(s.lease_end as i64),
-                Datum::from(s.issued as i64),
-                Datum::from(s.lease_extensions as i64),
-            ];
-            rows.push(&mut values, &mut [false; 7]);
-        }
+fn sequence_rows(emit: &mut dyn FnMut(gdid_sequences_rows::Row)) {
+    let registry = sequences::registry();
+    for at in registry.of_database(sequences::current_db(), Kind::Gdid) {
+        let Some(seq) = registry.seq::<GdidState>(at) else {
+            continue;
+        };
+        let Some(SequenceName::Gdid { scope, sequence }) =
+            SequenceName::from_key(Kind::Gdid, seq.slot().key().name)
+        else {
+            continue;
+        };
+        let s = seq.stats();
+        emit((
+            Some(scope.to_vec()),
+            Some(sequence.to_vec()),
+            Some(i64::from(s.era)),
+            Some(s.last_counter as i64),
+            Some(s.lease_end as i64),
+            Some(s.issued as i64),
+            Some(s.lease_extensions as i64),
+        ));
     }
-));
+}

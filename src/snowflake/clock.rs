@@ -45,7 +45,7 @@ pub struct Reservation {
     pub last: u64,
     /// The counter of a millisecond ran out and the reservation borrowed a later millisecond
     /// than both the wall clock and the previous tick had reached.
-    pub borrowed: bool,
+    pub counter_exhausted: bool,
 }
 
 /// Where a reservation of `n >= 1` ticks goes, given the last issued tick.
@@ -74,7 +74,7 @@ pub fn plan(last: u64, now_tick: u64, n: u64, b: &Bounds) -> Result<Reservation,
     Ok(Reservation {
         first,
         last: end,
-        borrowed: end_ms > now_ms.max(last >> b.counter_bits),
+        counter_exhausted: end_ms > now_ms.max(last >> b.counter_bits),
     })
 }
 
@@ -172,7 +172,7 @@ mod tests {
         let b = bounds(1000);
         let r = plan(tick_of_ms(5, CB) + 7, tick_of_ms(9, CB), 1, &b).unwrap();
         assert_eq!(r.first, tick_of_ms(9, CB));
-        assert!(!r.borrowed);
+        assert!(!r.counter_exhausted);
     }
 
     #[test]
@@ -181,11 +181,11 @@ mod tests {
         let full = tick_of_ms(9, CB) + (1 << CB) - 1; // last counter of ms 9
         let r = plan(full, tick_of_ms(9, CB), 1, &b).unwrap();
         assert_eq!(r.first, tick_of_ms(10, CB));
-        assert!(r.borrowed);
+        assert!(r.counter_exhausted);
         // a batch that crosses the millisecond boundary borrows as well
         let r = plan(tick_of_ms(9, CB), tick_of_ms(9, CB), 1 << CB, &b).unwrap();
         assert_eq!(r.last >> CB, 10);
-        assert!(r.borrowed);
+        assert!(r.counter_exhausted);
     }
 
     #[test]

@@ -25,8 +25,8 @@ pub struct SnowflakeState {
     lease_end: AtomicU64,
     /// IDs handed out since the server started.
     issued: AtomicU64,
-    /// Reservations that ran out of counter and borrowed a later millisecond.
-    borrowed: AtomicU64,
+    /// Reservations that ran out of a millisecond's counter and took later milliseconds.
+    counter_exhausted: AtomicU64,
     /// Calls that found the wall clock earlier than the same backend last saw it.
     clock_regressions: AtomicU64,
     /// Lease extensions since the server started.
@@ -62,7 +62,7 @@ pub struct Stats {
     pub last_tick: u64,
     pub lease_end_tick: u64,
     pub issued: u64,
-    pub borrowed: u64,
+    pub counter_exhausted: u64,
     pub clock_regressions: u64,
     pub lease_extensions: u64,
 }
@@ -163,8 +163,8 @@ impl SnowflakeSeq<'_> {
             }
         };
         state.issued.fetch_add(n, Ordering::Relaxed);
-        if r.borrowed {
-            state.borrowed.fetch_add(1, Ordering::Relaxed);
+        if r.counter_exhausted {
+            state.counter_exhausted.fetch_add(1, Ordering::Relaxed);
         }
         Ok(r)
     }
@@ -233,7 +233,7 @@ impl SnowflakeSeq<'_> {
             last_tick: s.tick.load(Ordering::Relaxed),
             lease_end_tick: s.lease_end.load(Ordering::Relaxed),
             issued: s.issued.load(Ordering::Relaxed),
-            borrowed: s.borrowed.load(Ordering::Relaxed),
+            counter_exhausted: s.counter_exhausted.load(Ordering::Relaxed),
             clock_regressions: s.clock_regressions.load(Ordering::Relaxed),
             lease_extensions: s.lease_extensions.load(Ordering::Relaxed),
         }

@@ -1,7 +1,8 @@
-//! SQL-facing snowflake functions. Thin: arguments in, pure core, errors out. Their SQL
-//! declarations (types, volatility, STRICT, PARALLEL) are in api.sql.
+//! SQL-facing snowflake functions. Thin: arguments in, pure core, errors out. Each is declared
+//! once, below (`sql_functions!`); the rest of their SQL (the domain, views, comments) is in
+//! api.sql.
 
-use pgrx::pg_sys::{self, Datum, FunctionCallInfo};
+use pgrx::pg_sys::{self, Datum};
 
 use super::clock::{self, Bounds, Refusal, Reservation};
 use super::epoch::{format_utc, pg_timestamp_to_unix_ms, unix_ms_to_pg_timestamp};
@@ -12,47 +13,105 @@ use crate::callsite;
 use crate::durable::lease::LeaseLock;
 use crate::durable::record::Lease;
 use crate::errors::{error, Clipped, Code};
-use crate::fmgr::{self, finfo, v1, Call};
+use crate::fmgr::{self, Call};
 use crate::registry::Kind;
 use crate::sequence_id::SequenceName;
 use crate::sightings::What;
+use crate::sqlfn::sql_functions;
 use crate::{errors, guc, observe, sequences, shmem};
 
 /// Longest wait for the wall clock to catch up before refusing with an error.
 const MAX_WAIT_MS: u64 = 100;
 
-finfo!(
-    pg_finfo_snowflake_next,
-    pg_finfo_snowflake_next_batch,
-    pg_finfo_snowflake_timestamp,
-    pg_finfo_snowflake_node,
-    pg_finfo_snowflake_counter,
-    pg_finfo_snowflake_from_timestamp,
-    pg_finfo_snowflake_timestamp_in_layout,
-    pg_finfo_snowflake_node_in_layout,
-    pg_finfo_snowflake_counter_in_layout,
-    pg_finfo_snowflake_from_timestamp_in_layout,
-    pg_finfo_snowflake_sequences_rows,
-    pg_finfo_snowflake_drop_sequence,
-    pg_finfo_snowflake_observe,
-    pg_finfo_snowflake_node_conflicts_rows,
-);
+sql_functions! {
+    /// `snowflake_next(seq)`. The common case, a call site that has already resolved its name
+    /// and a reservation the bounds allow at once, is a few loads and one CAS; everything else
+    /// (first call, errors, waiting, lease extensions) takes the slow path.
+    fn snowflake_next(seq: text_datum) -> snowflake [volatile parallel_unsafe] |call| {
+        next_without_waiting(call).unwrap_or_else(|| next(call))
+    }
+
+    /// `snowflake_next_batch(seq, n)`: one reservation, then one row per call.
+    fn snowflake_next_batch(seq: text, n: integer) -> setof snowflake
+        [volatile parallel_unsafe rows(100)] |call| {
+        next_batch(call, seq, n)
+    }
+
+    /// The millisecond in which an ID was made.
+    fn snowflake_timestamp(id: bigint) -> timestamptz [stable parallel_safe] |_| {
+        timestamp_of(own_layout(), id)
+    }
+
+    fn snowflake_node(id: bigint) -> integer [stable parallel_safe] |_| {
+        parts(own_layout(), id).node as i32
+    }
+
+    fn snowflake_counter(id: bigint) -> integer [stable parallel_safe] |_| {
+        parts(own_layout(), id).counter as i32
+    }
+
+    /// The smallest ID of any node in the millisecond of `ts`.
+    fn snowflake_from_timestamp(ts: timestamptz) -> snowflake [stable parallel_safe] |_| {
+        min_id_of(own_layout(), ts)
+    }
+
+    fn snowflake_timestamp_in_layout as snowflake_timestamp(id: bigint, layout: text)
+        -> timestamptz [immutable parallel_safe] |_| {
+        timestamp_of(named_layout(layout), id)
+    }
+
+    fn snowflake_node_in_layout as snowflake_node(id: bigint, layout: text) -> integer
+        [immutable parallel_safe] |_| {
+        parts(named_layout(layout), id).node as i32
+    }
+
+    fn snowflake_counter_in_layout as snowflake_counter(id: bigint, layout: text) -> integer
+        [immutable parallel_safe] |_| {
+        parts(named_layout(layout), id).counter as i32
+    }
+
+    fn snowflake_from_timestamp_in_layout as snowflake_from_timestamp(ts: timestamptz, layout: text)
+        -> bigint [immutable parallel_safe] |_| {
+        min_id_of(named_layout(layout), ts)
+    }
+
+    /// Superuser only (EXECUTE revoked from PUBLIC).
+    fn snowflake_drop_sequence(seq: text) -> boolean [volatile parallel_unsafe] |_| {
+        let registry = sequences::registry();
+        sequences::require_writable("snowflake_drop_sequence()");
+        sequences::drop(&registry, SequenceName::Snowflake(seq))
+    }
+
+    /// The check of the snowflake domain, `VALUE >= 0`; in a logical replication apply worker
+    /// it also counts the ID's node (see `observe`).
+    fn snowflake_observe(id: bigint) -> boolean [volatile parallel_safe] |_| {
+        observe::snowflake_id(id);
+        id >= 0
+    }
+
+    /// Rows of the snowflake_node_conflicts view: what logical replication has shown this
+    /// server.
+    fn snowflake_node_conflicts_rows() -> table(
+        kind: text, node_or_authority: integer, origins: text_array, first_seen: timestamptz,
+        last_seen: timestamptz, rows_seen: bigint
+    ) [volatile parallel_safe] |_, emit| {
+        conflict_rows(emit)
+    }
+
+    /// Rows of the snowflake_sequences view: the current database's sequences, each described
+    /// with the layout it was created with (the server's, unless the settings changed since).
+    fn snowflake_sequences_rows() -> table(
+        name: text, layout: text, epoch: timestamptz, last_id: bigint,
+        last_timestamp: timestamptz, issued: bigint, counter_exhausted: bigint,
+        clock_ahead: interval, clock_regressions: bigint, lease_until: timestamptz,
+        lease_extensions: bigint
+    ) [volatile parallel_safe] |_, emit| {
+        sequence_rows(emit)
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Generators
-
-/// `snowflake_next(text)`. The common case, a call site that has already resolved its name
-/// and a reservation the bounds allow at once, is a few loads and one CAS; everything else
-/// (first call, errors, waiting, lease extensions) takes the slow path.
-#[no_mangle]
-pub extern "C" fn snowflake_next(fcinfo: FunctionCallInfo) -> Datum {
-    // SAFETY: called by fmgr for snowflake_next(text), STRICT.
-    unsafe {
-        v1(fcinfo, |call| {
-            Datum::from(next_without_waiting(call).unwrap_or_else(|| next(call)))
-        })
-    }
-}
 
 /// The ID, if it can be made without an error, a wait, a lease extension, or a call into
 /// PostgreSQL.
@@ -100,44 +159,36 @@ struct Batch {
     layout: Layout,
 }
 
-/// `snowflake_next_batch(text, int)`: one reservation, then one row per call.
-#[no_mangle]
-pub extern "C" fn snowflake_next_batch(fcinfo: FunctionCallInfo) -> Datum {
-    // SAFETY: called by fmgr for snowflake_next_batch(text, integer), STRICT, SETOF.
-    unsafe {
-        v1(fcinfo, |call| {
-            fmgr::rows_per_call(
-                call,
-                || {
-                    let n = sequences::count_argument(call.i32(1), "batch");
-                    let (server, registry) = (sequences::server(), sequences::registry());
-                    let node = sequences::node_id(server);
-                    sequences::require_may_generate("snowflake_next_batch()", What::Node);
-                    let r = loop {
-                        let seq =
-                            sequences::snowflake(&registry, call.bytes(0), &server.layout, node);
-                        if let Some(r) = reserve(&server.layout, seq, n) {
-                            break r;
-                        }
-                        // Dropped meanwhile: the name leads to a new sequence.
-                    };
-                    Batch {
-                        next: r.first,
-                        last: r.last,
-                        node,
-                        layout: server.layout,
-                    }
-                },
-                |b| {
-                    (b.next <= b.last).then(|| {
-                        let id = b.layout.id_of_tick(b.next, b.node) as i64;
-                        b.next += 1;
-                        Datum::from(id)
-                    })
-                },
-            )
-        })
-    }
+fn next_batch(call: Call<'_>, name: &[u8], n: i32) -> Datum {
+    fmgr::rows_per_call(
+        call,
+        || {
+            let n = sequences::count_argument(n, "batch");
+            let (server, registry) = (sequences::server(), sequences::registry());
+            let node = sequences::node_id(server);
+            sequences::require_may_generate("snowflake_next_batch()", What::Node);
+            let r = loop {
+                let seq = sequences::snowflake(&registry, name, &server.layout, node);
+                if let Some(r) = reserve(&server.layout, seq, n) {
+                    break r;
+                }
+                // Dropped meanwhile: the name leads to a new sequence.
+            };
+            Batch {
+                next: r.first,
+                last: r.last,
+                node,
+                layout: server.layout,
+            }
+        },
+        |b| {
+            (b.next <= b.last).then(|| {
+                let id = b.layout.id_of_tick(b.next, b.node) as i64;
+                b.next += 1;
+                Datum::from(id)
+            })
+        },
+    )
 }
 
 /// Reserves `n` ticks, extending the lease when needed and waiting briefly when the sequence
@@ -233,22 +284,6 @@ fn refuse(refusal: Refusal, bounds: &Bounds, seq: SnowflakeSeq<'_>, n: u64) -> !
     }
 }
 
-/// `snowflake_drop_sequence(text)`: superuser only (EXECUTE revoked from PUBLIC).
-#[no_mangle]
-pub extern "C" fn snowflake_drop_sequence(fcinfo: FunctionCallInfo) -> Datum {
-    // SAFETY: called by fmgr for snowflake_drop_sequence(text), STRICT.
-    unsafe {
-        v1(fcinfo, |call| {
-            let registry = sequences::registry();
-            sequences::require_writable("snowflake_drop_sequence()");
-            Datum::from(sequences::drop(
-                &registry,
-                SequenceName::Snowflake(call.bytes(0)),
-            ))
-        })
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Decoders
 
@@ -292,17 +327,17 @@ fn parts(layout: &Layout, id: i64) -> Parts {
     })
 }
 
-/// A timestamptz Datum. Every millisecond a layout holds (epochs 1970..9999, at most 2^42 ms
-/// on) is well within timestamptz's range, which ends in 294276 AD.
-fn timestamptz(unix_ms: i64) -> Datum {
-    Datum::from(unix_ms_to_pg_timestamp(unix_ms))
+/// A timestamptz of a Unix time. Every millisecond a layout holds (epochs 1970..9999, at most
+/// 2^42 ms on) is well within timestamptz's range, which ends in 294276 AD.
+fn timestamptz(unix_ms: i64) -> i64 {
+    unix_ms_to_pg_timestamp(unix_ms)
 }
 
-fn timestamp_of(layout: &Layout, id: i64) -> Datum {
+fn timestamp_of(layout: &Layout, id: i64) -> i64 {
     timestamptz(layout.unix_ms(parts(layout, id)))
 }
 
-fn min_id_of(layout: &Layout, pg_timestamp: i64) -> Datum {
+fn min_id_of(layout: &Layout, pg_timestamp: i64) -> i64 {
     let unix_ms = pg_timestamp_to_unix_ms(pg_timestamp);
     let id = layout.min_id_at(unix_ms).unwrap_or_else(|_| {
         error(
@@ -312,112 +347,38 @@ fn min_id_of(layout: &Layout, pg_timestamp: i64) -> Datum {
         .detail(layout_range(layout))
         .raise()
     });
-    Datum::from(id as i64)
+    id as i64
 }
-
-/// Defines a decoder: `$name(id bigint[, layout text])`, the layout from `$layout`.
-macro_rules! decoder {
-    ($name:ident, |$call:ident| $body:expr) => {
-        #[no_mangle]
-        pub extern "C" fn $name(fcinfo: FunctionCallInfo) -> Datum {
-            fn body($call: Call<'_>) -> Datum {
-                $body
-            }
-            // SAFETY: called by fmgr for the SQL function declared with this symbol in
-            // api.sql, STRICT, whose arguments are what the body reads.
-            unsafe { v1(fcinfo, body) }
-        }
-    };
-}
-
-decoder!(snowflake_timestamp, |call| timestamp_of(
-    own_layout(),
-    call.i64(0)
-));
-decoder!(snowflake_node, |call| Datum::from(
-    parts(own_layout(), call.i64(0)).node as i32
-));
-decoder!(snowflake_counter, |call| Datum::from(
-    parts(own_layout(), call.i64(0)).counter as i32
-));
-decoder!(snowflake_from_timestamp, |call| min_id_of(
-    own_layout(),
-    call.i64(0)
-));
-decoder!(snowflake_timestamp_in_layout, |call| timestamp_of(
-    named_layout(call.bytes(1)),
-    call.i64(0)
-));
-decoder!(snowflake_node_in_layout, |call| Datum::from(
-    parts(named_layout(call.bytes(1)), call.i64(0)).node as i32
-));
-decoder!(snowflake_counter_in_layout, |call| Datum::from(
-    parts(named_layout(call.bytes(1)), call.i64(0)).counter as i32
-));
-decoder!(snowflake_from_timestamp_in_layout, |call| min_id_of(
-    named_layout(call.bytes(1)),
-    call.i64(0)
-));
 
 // ---------------------------------------------------------------------------------------------
-// Many writers
+// Views
 
-// snowflake_observe(bigint): the check of the snowflake domain, VALUE >= 0; in a logical
-// replication apply worker it also counts the ID's node (see observe.rs).
-decoder!(snowflake_observe, |call| {
-    let id = call.i64(0);
-    observe::snowflake_id(id);
-    Datum::from(id >= 0)
-});
-
-/// Rows of the snowflake_node_conflicts view: what logical replication has shown this server.
-#[no_mangle]
-pub extern "C" fn snowflake_node_conflicts_rows(fcinfo: FunctionCallInfo) -> Datum {
-    // SAFETY: called by fmgr for snowflake_node_conflicts_rows(), SETOF record with 6 OUT
-    // columns.
-    unsafe {
-        v1(fcinfo, |call| {
-            fmgr::materialize(call, |rows| {
-                let Some(sightings) = shmem::sightings() else {
-                    errors::not_preloaded()
-                };
-                for c in sightings.conflicts(observe::own()) {
-                    let kind: &[u8] = match c.what {
-                        What::Node => b"snowflake node",
-                        What::Authority => b"gdid authority",
-                    };
-                    let origins: Vec<String> = c
-                        .origins
-                        .iter()
-                        .map(|&o| observe::describe_origin(o))
-                        .collect();
-                    let mut values = [
-                        fmgr::varlena(kind),
-                        Datum::from(i32::from(c.value)),
-                        fmgr::text_array(&origins),
-                        timestamptz(c.first_ms),
-                        timestamptz(c.last_ms),
-                        Datum::from(c.rows as i64),
-                    ];
-                    rows.push(&mut values, &mut [false; 6]);
-                }
-            })
-        })
+fn conflict_rows(emit: &mut dyn FnMut(snowflake_node_conflicts_rows::Row)) {
+    let Some(sightings) = shmem::sightings() else {
+        errors::not_preloaded()
+    };
+    for c in sightings.conflicts(observe::own()) {
+        let kind: &[u8] = match c.what {
+            What::Node => b"snowflake node",
+            What::Authority => b"gdid authority",
+        };
+        emit((
+            Some(kind.to_vec()),
+            Some(i32::from(c.value)),
+            Some(
+                c.origins
+                    .iter()
+                    .map(|&o| observe::describe_origin(o))
+                    .collect(),
+            ),
+            Some(timestamptz(c.first_ms)),
+            Some(timestamptz(c.last_ms)),
+            Some(c.rows as i64),
+        ));
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Monitoring
-
-/// Rows of the snowflake_sequences view: the current database's sequences, each described
-/// with the layout it was created with (the server's, unless the settings changed since).
-#[no_mangle]
-pub extern "C" fn snowflake_sequences_rows(fcinfo: FunctionCallInfo) -> Datum {
-    // SAFETY: called by fmgr for snowflake_sequences_rows(), SETOF record with 11 OUT columns.
-    unsafe { v1(fcinfo, |call| fmgr::materialize(call, sequence_rows)) }
-}
-
-fn sequence_rows(rows: &mut fmgr::Rows) {
+fn sequence_rows(emit: &mut dyn FnMut(snowflake_sequences_rows::Row)) {
     let registry = sequences::registry();
     let node = sequences::server().node;
     let now_ms = wallclock::precise_unix_ms();
@@ -426,51 +387,30 @@ fn sequence_rows(rows: &mut fmgr::Rows) {
         let Some(seq) = registry.seq::<SnowflakeState>(at) else {
             continue;
         };
-        let slot = seq.slot();
         let layout = seq.layout();
         let s = seq.stats();
         let ms_of = |tick: u64| layout.epoch_ms + (tick >> layout.counter_bits) as i64;
         // Tick 0 means nothing handed out yet.
         let last = (s.last_tick != 0).then_some(s.last_tick);
-        let ahead_ms = last.map_or(0, |t| (ms_of(t) - now_ms).max(0));
-        // A snowflake sequence's key name is its name.
-        let name = slot.key().name;
-        let layout_text = format!(
-            "{}/{}/{}",
-            layout.time_bits, layout.node_bits, layout.counter_bits
-        );
-        let null = Datum::from(0);
-        let mut values = [
-            fmgr::varlena(name),
-            fmgr::varlena(layout_text.as_bytes()),
-            timestamptz(layout.epoch_ms),
-            last.zip(node)
-                .map_or(null, |(t, n)| Datum::from(layout.id_of_tick(t, n) as i64)),
-            last.map_or(null, |t| timestamptz(ms_of(t))),
-            Datum::from(s.issued as i64),
-            Datum::from(s.borrowed as i64),
-            fmgr::interval_ms(ahead_ms),
-            Datum::from(s.clock_regressions as i64),
-            if s.lease_end_tick != 0 {
-                timestamptz(ms_of(s.lease_end_tick))
-            } else {
-                null
-            },
-            Datum::from(s.lease_extensions as i64),
-        ];
-        let mut nulls = [
-            false,
-            false,
-            false,
-            last.is_none() || node.is_none(),
-            last.is_none(),
-            false,
-            false,
-            false,
-            false,
-            s.lease_end_tick == 0,
-            false,
-        ];
-        rows.push(&mut values, &mut nulls);
+        emit((
+            // A snowflake sequence's key name is its name.
+            Some(seq.slot().key().name.to_vec()),
+            Some(
+                format!(
+                    "{}/{}/{}",
+                    layout.time_bits, layout.node_bits, layout.counter_bits
+                )
+                .into_bytes(),
+            ),
+            Some(timestamptz(layout.epoch_ms)),
+            last.zip(node).map(|(t, n)| layout.id_of_tick(t, n) as i64),
+            last.map(|t| timestamptz(ms_of(t))),
+            Some(s.issued as i64),
+            Some(s.counter_exhausted as i64),
+            Some(last.map_or(0, |t| (ms_of(t) - now_ms).max(0))),
+            Some(s.clock_regressions as i64),
+            (s.lease_end_tick != 0).then(|| timestamptz(ms_of(s.lease_end_tick))),
+            Some(s.lease_extensions as i64),
+        ));
     }
 }
