@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Checks the shape of src/: modules marked PURE import nothing of pgrx, and no two modules
-import each other, directly or through others (dependencies run one way, README "Layout of
-the source"). Run by `make lint`."""
+"""Checks the shape of src/: modules marked PURE import nothing of pgrx and only other PURE
+modules (so nothing of PostgreSQL reaches them through another module either), and no two
+modules import each other, directly or through others (dependencies run one way, README
+"Layout of the source"). Run by `make lint`."""
 import collections
 import os
 import re
@@ -54,9 +55,10 @@ def resolve(module, path):
 
 graph = collections.defaultdict(set)
 problems = []
+pure = {m for m, text in sources.items() if re.search(r"^//!.*\bPURE\b", text, re.M)}
 for module, text in sources.items():
     code = code_of(text)
-    if re.search(r"^//!.*\bPURE\b", text, re.M) and re.search(r"\bpgrx\b", code):
+    if module in pure and re.search(r"\bpgrx\b", code):
         problems.append(f"{module} is marked PURE but uses pgrx")
     for base, group in re.findall(r"\buse\s+((?:crate|super|self)(?:::\w+)*)(?:::\{([^;]*)\})?", code):
         items = [base] if not group else [f"{base}::{g.strip().split(' ')[0].strip('{}')}" for g in re.split(r"[,{}]", group) if g.strip()]
@@ -68,6 +70,11 @@ for module, text in sources.items():
         target = resolve(module, path)
         if target and target != module and not module.startswith(target + "::") and target != "crate":
             graph[module].add(target)
+
+for module in sorted(pure):
+    for target in sorted(graph[module]):
+        if target not in pure:
+            problems.append(f"{module} is marked PURE but imports {target}, which is not")
 
 state = {}
 

@@ -7,7 +7,8 @@
 use pgrx::pg_sys;
 
 use crate::fmgr::{self, Call};
-use crate::registry::{SlotRef, MAX_KEY_LEN};
+use crate::identity::MAX_KEY_LEN;
+use crate::registry::SlotRef;
 
 #[repr(C)]
 struct CallSiteCache {

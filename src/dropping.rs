@@ -1,5 +1,7 @@
-//! `snowflake_drop_sequence` and `gdid_drop_sequence` take effect when their transaction
-//! commits, like `DROP SEQUENCE`: a rolled-back drop (or one in a subtransaction that rolls
+//! Dropping sequences: `snowflake_drop_sequence` and `gdid_drop_sequence`, and every sequence
+//! of a database that `DROP DATABASE` drops.
+//!
+//! The functions take effect when their transaction commits, like `DROP SEQUENCE`: a rolled-back drop (or one in a subtransaction that rolls
 //! back) changes nothing. The drops a transaction asked for are kept in the backend until its
 //! commit, which carries them out (see `durable::recovery::forget`) just before the commit
 //! record: a failure there aborts the transaction like any other error.
@@ -7,18 +9,24 @@
 //! Until then the sequence goes on working in every session, this one included. A
 //! transaction that drops sequences cannot be prepared for two-phase commit, since its drops
 //! live in this backend.
+//!
+//! A database that is dropped takes its sequences with it (an object access hook sees it go,
+//! after the checks and before its files are removed): their slots take new sequences, their
+//! records leave the lease file, and a database that later gets the same OID starts its
+//! sequences afresh (seeded from its tables) instead of inheriting leases never its own.
 
 use std::cell::RefCell;
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 
 use pgrx::pg_guard;
-use pgrx::pg_sys;
+use pgrx::pg_sys::{self, Oid};
 
+use crate::durable::forget::forget;
 use crate::durable::lease::LeaseLock;
-use crate::durable::recovery;
 use crate::errors::{self, error, Code};
-use crate::registry::OwnedKey;
-use crate::shmem;
+use crate::identity::{Key, Kind, OwnedKey, SequenceName};
+use crate::registry::{Registry, SlotRef};
+use crate::{lookup, shmem};
 
 /// A drop asked for, and the (sub)transaction nesting level that asked.
 struct Pending {
@@ -32,8 +40,26 @@ thread_local! {
     static REGISTERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// Drops sequence `name` of the current database when the transaction commits, if it exists:
+/// the next use of the name then starts a new sequence, seeded (see `seed`). True if it
+/// exists.
+pub fn drop_sequence(registry: &Registry<'static>, name: SequenceName<'_>) -> bool {
+    lookup::check_name(&name);
+    let key_name = name.key_name();
+    let key = Key {
+        db: lookup::current_db(),
+        kind: name.kind(),
+        name: key_name.as_bytes(),
+    };
+    if registry.find(key).is_none() {
+        return false;
+    }
+    at_commit(key.to_owned());
+    true
+}
+
 /// Drops the sequence of `key` when the current transaction commits.
-pub fn at_commit(key: OwnedKey) {
+fn at_commit(key: OwnedKey) {
     if !REGISTERED.get() {
         // SAFETY: registers this backend's callbacks once; they live as long as the process.
         unsafe {
@@ -63,7 +89,7 @@ fn drop_pending() {
     let _lock = LeaseLock::acquire();
     for d in pending {
         if let Some(at) = registry.find(d.key.key()) {
-            recovery::forget(&registry, at);
+            forget(&registry, at);
         }
     }
 }
@@ -107,4 +133,55 @@ unsafe extern "C-unwind" fn subxact_callback(
         }
         _ => {}
     });
+}
+
+/// Drops every sequence of database `db`, which is being dropped.
+fn forget_database(db: u32) {
+    let Some(registry) = shmem::registry() else {
+        return;
+    };
+    let _lock = LeaseLock::acquire();
+    for kind in [Kind::Snowflake, Kind::Gdid] {
+        let found: Vec<SlotRef> = registry.of_database(db, kind).collect();
+        for at in found {
+            forget(&registry, at);
+        }
+    }
+}
+
+static mut PREV_OBJECT_ACCESS_HOOK: pg_sys::object_access_hook_type = None;
+
+/// Installs the hook. Called from `_PG_init` while preloading.
+pub fn install_hook() {
+    // SAFETY: _PG_init runs once, single-threaded, in the postmaster; chaining the previous
+    // hook is how several libraries share it.
+    unsafe {
+        PREV_OBJECT_ACCESS_HOOK = pg_sys::object_access_hook;
+        pg_sys::object_access_hook = Some(object_access);
+    }
+}
+
+/// PostgreSQL calls it for DROP DATABASE (among many other events) once the database is
+/// known to go: after the checks, before its files are removed.
+#[pg_guard]
+unsafe extern "C-unwind" fn object_access(
+    access: pg_sys::ObjectAccessType::Type,
+    class_id: Oid,
+    object_id: Oid,
+    sub_id: c_int,
+    arg: *mut c_void,
+) {
+    // SAFETY: chains to the previous hook with the same arguments; the outermost Rust frame.
+    unsafe {
+        errors::boundary(|| {
+            if let Some(prev) = PREV_OBJECT_ACCESS_HOOK {
+                prev(access, class_id, object_id, sub_id, arg);
+            }
+            if access == pg_sys::ObjectAccessType::OAT_DROP
+                && class_id == pg_sys::DatabaseRelationId
+            {
+                forget_database(object_id.to_u32());
+            }
+        })
+    }
 }

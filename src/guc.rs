@@ -31,7 +31,7 @@ static NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_NODE_BITS as 
 static EPOCH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(DEFAULT_EPOCH));
 /// Generous, so that no database can starve another: one database takes at most 128 of 4096
 /// slots (320 bytes each, 1.3 MB of shared memory in all).
-pub static MAX_SEQUENCES: GucSetting<i32> = GucSetting::<i32>::new(4096);
+static MAX_SEQUENCES: GucSetting<i32> = GucSetting::<i32>::new(4096);
 static MAX_SEQUENCES_PER_DATABASE: GucSetting<i32> = GucSetting::<i32>::new(128);
 static MAX_CLOCK_AHEAD_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 static GDID_AUTHORITY: GucSetting<Option<CString>> =
@@ -357,6 +357,11 @@ pub fn max_clock_ahead_ms() -> u64 {
 pub fn refuse_shared_node() -> bool {
     // SAFETY: as in max_clock_ahead_ms.
     unsafe { *REFUSE_SHARED_NODE.as_ptr() }
+}
+
+/// `snowflake.max_sequences`: the slots of the table.
+pub fn max_sequences() -> usize {
+    MAX_SEQUENCES.get() as usize
 }
 
 pub fn max_sequences_per_database() -> usize {

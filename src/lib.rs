@@ -1,34 +1,35 @@
 //! snowflake_id: time-ordered 64-bit snowflake IDs and a 12-byte gdid type for PostgreSQL.
 //!
-//! Module wiring and start-up only. The pure cores (`registry`, `sequence_id`, `dbtext`,
-//! `snowflake::{layout, clock, epoch, sequence}`, `gdid::{value, compact, counter, sequence}`,
-//! `durable::{record, store}`) know nothing of PostgreSQL. `fmgr` and `errors` are the
-//! calling convention every SQL function uses, `*/sql.rs` the thin SQL-facing layer,
-//! `sequences` what both generators share, and `durable::{wal, recovery, lease}` the lease's
-//! PostgreSQL side.
+//! Module wiring and start-up only; the README's "Layout of the source" is the map. The pure
+//! cores (`identity`, `registry`, `epochs`, `dbtext`, `wallclock`, the kinds' values and
+//! handles, `durable::{record, store}`) know nothing of PostgreSQL. `sqlfn`, `fmgr` and
+//! `errors` are the calling convention every SQL function uses, `*/sql.rs` the thin
+//! SQL-facing layer, `lookup`, `prerequisites` and `seed` what both generators share, and
+//! `durable` the lease's PostgreSQL side.
 
 pub mod dbtext;
 pub mod durable;
 pub mod epochs;
 pub mod gdid;
+pub mod identity;
 pub mod plain_decimal;
 pub mod registry;
-pub mod sequence_id;
-pub mod sightings;
 pub mod snowflake;
+pub mod wallclock;
 
 mod callsite;
 mod compat;
 mod defaults;
-mod dropdb;
+mod detection;
 mod dropping;
 mod errors;
 mod fmgr;
 mod guc;
+mod kinds;
+mod lookup;
 mod maintenance;
-mod observe;
+mod prerequisites;
 mod seed;
-mod sequences;
 mod shmem;
 mod spi;
 mod sqlfn;
@@ -67,9 +68,9 @@ pub extern "C" fn _PG_init() {
                 return;
             }
             guc::register();
-            shmem::install_hooks(durable::recovery::load_at_startup);
-            durable::recovery::register(sequences::KINDS);
-            dropdb::install_hook();
+            shmem::install_hooks(guc::max_sequences(), durable::recovery::load_at_startup);
+            durable::recovery::register(kinds::KINDS);
+            dropping::install_hook();
             utility::install_hook();
         })
     }

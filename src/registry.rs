@@ -22,87 +22,12 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crate::epochs::Epochs;
-
-/// Longest key name: a gdid key is `scope NUL sequence`, each at most
-/// [`crate::sequence_id::MAX_NAME_LEN`] bytes.
-pub const MAX_KEY_LEN: usize = 127;
+use crate::identity::{CreationLayout, Key, Kind, MAX_KEY_LEN};
 
 const FREE: u32 = 0;
 const CLAIMING: u32 = 1;
 const READY: u32 = 2;
 const DROPPED: u32 = 3;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum Kind {
-    Snowflake = 1,
-    Gdid = 2,
-}
-
-impl std::fmt::Display for Kind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Kind::Snowflake => "snowflake",
-            Kind::Gdid => "gdid",
-        })
-    }
-}
-
-impl Kind {
-    pub fn from_u8(b: u8) -> Option<Kind> {
-        match b {
-            1 => Some(Kind::Snowflake),
-            2 => Some(Kind::Gdid),
-            _ => None,
-        }
-    }
-}
-
-/// What identifies a sequence in the table and on disk. `name` is the key name (see
-/// [`crate::sequence_id`]), bytes in the database's encoding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Key<'k> {
-    pub db: u32,
-    pub kind: Kind,
-    pub name: &'k [u8],
-}
-
-impl Key<'_> {
-    pub fn to_owned(self) -> OwnedKey {
-        OwnedKey {
-            db: self.db,
-            kind: self.kind,
-            name: self.name.to_vec(),
-        }
-    }
-}
-
-/// A [`Key`] that owns its name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct OwnedKey {
-    pub db: u32,
-    pub kind: Kind,
-    pub name: Vec<u8>,
-}
-
-impl OwnedKey {
-    pub fn key(&self) -> Key<'_> {
-        Key {
-            db: self.db,
-            kind: self.kind,
-            name: &self.name,
-        }
-    }
-}
-
-/// The snowflake layout a sequence was created with: its epoch and node width (zero for gdid
-/// sequences). Kept with the sequence, durably, so that a later change of the settings cannot
-/// go unnoticed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct CreationLayout {
-    pub epoch_ms: i64,
-    pub node_bits: u32,
-}
 
 /// Bytes of state words every slot has room for.
 pub const STATE_SIZE: usize = 128;

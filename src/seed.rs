@@ -25,16 +25,105 @@ use pgrx::pg_sys;
 
 use crate::dbtext::DbText;
 use crate::defaults::{self, Column, Holds};
+use crate::durable::lease::LeaseLock;
 use crate::errors::{self, error, Code};
+use crate::gdid::counter::GdidState;
+use crate::gdid::handle::GdidSeq;
 use crate::gdid::value::{Gdid, MAX_COUNTER, SIZE};
 use crate::maintenance;
-use crate::registry::SlotRef;
+use crate::registry::{Registry, SlotRef};
+use crate::snowflake::handle::{SnowflakeSeq, SnowflakeState};
 use crate::snowflake::layout::Layout;
 use crate::spi::{self, Connection};
+use crate::wallclock;
+
+/// Seeds snowflake sequence `seq`, new to this server, if no other backend has meanwhile:
+/// above the stored IDs of `node` that could collide with what it makes (from the clock's now
+/// up), and above what a dropped sequence of the same name handed out (see
+/// `Registry::tombstones`).
+pub fn snowflake(
+    registry: &Registry<'_>,
+    seq: SnowflakeSeq<'_>,
+    name: &[u8],
+    layout: &Layout,
+    node: u32,
+) {
+    exclusively(seq.at(), || {
+        if seq.slot().is_seeded() {
+            return; // seeded by the backend this one waited for
+        }
+        // The sequence's next tick is never below the clock's now, so only stored IDs at or
+        // above it can collide; holding the sequence at now also keeps a clock that steps back
+        // meanwhile from reaching below what was looked at.
+        let now = wallclock::precise_unix_ms();
+        if let (Ok(now_ms), Ok(from)) = (layout.ms_since_epoch(now), layout.min_id_at(now)) {
+            seq.raise_to((now_ms << layout.counter_bits).saturating_sub(1));
+            if let Some(id) = snowflake_floor(name, node, layout, from) {
+                let parts = layout
+                    .decode(id)
+                    .expect("the floor decodes: it is a node's ID of this layout");
+                seq.raise_to(layout.tick_of(parts));
+            }
+        }
+        // A dropped sequence of the name may have handed out IDs that are not stored yet (its
+        // slot has not taken a new sequence, so transactions that used it may still run).
+        let _lock = LeaseLock::acquire();
+        for old in registry.tombstones::<SnowflakeState>(seq.slot().key()) {
+            if old.slot().created_with() == seq.slot().created_with() {
+                seq.raise_to(old.closed_at());
+            }
+        }
+        seq.slot().mark_seeded();
+    });
+}
+
+/// Seeds gdid sequence `seq`, new to this server, if no other backend has meanwhile: above
+/// the stored gdids of `authority`, and above what a dropped sequence of the same names
+/// handed out.
+pub fn gdid(
+    registry: &Registry<'_>,
+    seq: GdidSeq<'_>,
+    scope: &[u8],
+    sequence: &[u8],
+    authority: u8,
+) {
+    exclusively(seq.at(), || {
+        if seq.slot().is_seeded() {
+            return; // seeded by the backend this one waited for
+        }
+        if let Some(floor) = gdid_floor(scope, sequence, authority) {
+            advance(seq, floor);
+        }
+        let dropped: Vec<(u32, u64)> = {
+            let _lock = LeaseLock::acquire();
+            registry
+                .tombstones::<GdidState>(seq.slot().key())
+                .iter()
+                .map(|old| old.closed_at())
+                .collect()
+        };
+        for (era, last) in dropped {
+            advance(seq, Gdid::from_parts(era, 0, last));
+        }
+        seq.slot().mark_seeded();
+    });
+}
+
+/// Moves gdid sequence `seq` so that its next gdid is later than `past` (never back), with
+/// its lease: a seed, or `gdid_advance`. False if the sequence was dropped meanwhile.
+pub fn advance(seq: GdidSeq<'_>, past: Gdid) -> bool {
+    let lock = LeaseLock::acquire();
+    match seq.plan_advance(past.era, past.counter()) {
+        Some(m) => lock.persist_then_publish(seq, m.lease, || {
+            seq.publish(m, wallclock::precise_unix_ms())
+        }),
+        None => true,
+    }
+}
 
 /// The highest ID of `node` at or above `from` in the columns whose DEFAULT is
 /// `snowflake_next(name)`.
-pub fn snowflake_floor(name: &[u8], node: u32, layout: &Layout, from: u64) -> Option<u64> {
+fn snowflake_floor(name: &[u8], node: u32, layout: &Layout, from: u64) -> Option<u64> {
     maintenance::with_safe_search_path(|| {
         spi::connect(|conn| {
             let columns = defaults::calling(conn, "snowflake_next", &[name], Holds::Integers);
@@ -70,7 +159,7 @@ pub fn snowflake_floor(name: &[u8], node: u32, layout: &Layout, from: u64) -> Op
 
 /// The highest gdid of `authority` in the columns whose DEFAULT is
 /// `gdid_next(scope, sequence)`.
-pub fn gdid_floor(scope: &[u8], sequence: &[u8], authority: u8) -> Option<Gdid> {
+fn gdid_floor(scope: &[u8], sequence: &[u8], authority: u8) -> Option<Gdid> {
     maintenance::with_safe_search_path(|| {
         spi::connect(|conn| {
             let columns = defaults::calling(conn, "gdid_next", &[scope, sequence], Holds::Gdids);

@@ -15,11 +15,11 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 use pgrx::pg_guard;
 use pgrx::pg_sys;
 
+use crate::detection::sightings::Sightings;
 use crate::epochs::Epochs;
+use crate::errors;
 use crate::errors::{error, Code};
 use crate::registry::{Registry, Slot};
-use crate::sightings::Sightings;
-use crate::{errors, guc};
 
 static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(null_mut());
 static SIGHTINGS: AtomicPtr<Sightings> = AtomicPtr::new(null_mut());
@@ -40,7 +40,7 @@ const SIGHTINGS_NAME: &std::ffi::CStr = c"snowflake_id sightings";
 const TRANCHE_NAME: &std::ffi::CStr = c"snowflake_id";
 
 fn table_size() -> usize {
-    std::mem::size_of::<Slot>() * guc::MAX_SEQUENCES.get() as usize
+    std::mem::size_of::<Slot>() * SLOT_COUNT.load(Ordering::Relaxed)
 }
 
 /// One epoch entry per process that can have a PGPROC: the backends, the auxiliary processes
@@ -59,9 +59,11 @@ fn epochs_size() -> usize {
     size_of::<AtomicU64>() * (1 + epoch_entries())
 }
 
-/// Installs the hooks. Called from `_PG_init` while preloading, after the settings exist;
-/// `on_create` runs whenever the table is created afresh, before any backend exists.
-pub fn install_hooks(on_create: fn(&Registry<'static>)) {
+/// Installs the hooks for a table of `slots` sequences. Called from `_PG_init` while
+/// preloading; `on_create` runs whenever the table is created afresh, before any backend
+/// exists.
+pub fn install_hooks(slots: usize, on_create: fn(&Registry<'static>)) {
+    SLOT_COUNT.store(slots, Ordering::Relaxed);
     // SAFETY: _PG_init runs once, single-threaded, in the postmaster; chaining the previous
     // hooks is how PostgreSQL expects several libraries to share them.
     unsafe {
@@ -116,7 +118,6 @@ unsafe fn attach() {
         if !found {
             std::ptr::write_bytes(ptr.cast::<u8>(), 0, size);
         }
-        SLOT_COUNT.store(guc::MAX_SEQUENCES.get() as usize, Ordering::Relaxed);
         SLOTS.store(ptr.cast(), Ordering::Release);
         let mut epochs_found = false;
         let epochs =

@@ -9,9 +9,10 @@
 
 use pgrx::pg_sys;
 
-use super::record::LeaseRecord;
-use super::recovery::write_record;
+use super::file::write_record;
+use super::record::{Lease, LeaseRecord};
 use super::wal;
+use crate::registry::{Seq, SlotState};
 use crate::shmem;
 
 /// How long a waiter sleeps between attempts at the lock: it wakes at once for a cancel
@@ -51,11 +52,26 @@ impl LeaseLock {
         LeaseLock { lock }
     }
 
-    /// Makes `record` durable: in the lease file at slot `idx`, then in the WAL, flushed.
-    /// Raises an ERROR (58030) if the file cannot be written; nothing is published then.
-    pub fn persist(&self, idx: usize, record: &LeaseRecord) {
-        write_record(idx, record);
-        wal::log_and_flush(record);
+    /// Makes `lease` durable for `seq` (the lease file, then the WAL, flushed), then runs
+    /// `publish`, which lets shared memory use it. False, with nothing written, if the
+    /// sequence was dropped meanwhile (drops hold this lock): its record left the lease file
+    /// with it, and the caller finds the name's new sequence. Raises an ERROR (58030) if the
+    /// file cannot be written; nothing is published then.
+    pub fn persist_then_publish<S: SlotState>(
+        &self,
+        seq: Seq<'_, S>,
+        lease: Lease,
+        publish: impl FnOnce(),
+    ) -> bool {
+        if !seq.is_current() {
+            return false;
+        }
+        let slot = seq.slot();
+        let record = LeaseRecord::new(slot.key(), slot.created_with(), lease);
+        write_record(seq.idx(), &record);
+        wal::log_and_flush(&record);
+        publish();
+        true
     }
 }
 

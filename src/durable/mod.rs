@@ -9,8 +9,12 @@
 //!
 //! Nothing here knows either kind of sequence: a record carries a key, the layout the
 //! sequence was created with and a [`record::Lease`]; each kind says how it takes one
-//! (`recovery::Kinds`). Dependencies run one way: record, store, wal, recovery, lease.
+//! (`recovery::Kinds`). Dependencies run one way: record, store, wal, file, then recovery,
+//! forget and lease.
 
+pub mod file;
+pub mod forget;
+pub mod kinds;
 pub mod lease;
 pub mod record;
 pub mod recovery;

@@ -24,7 +24,7 @@
 //! A record is 256 bytes at a 256-byte-aligned offset, so it never straddles a 512-byte
 //! sector: like `pg_control`, it is written whole or not at all.
 
-use crate::registry::{CreationLayout, Key, Kind, OwnedKey, MAX_KEY_LEN};
+use crate::identity::{CreationLayout, Key, Kind, OwnedKey, MAX_KEY_LEN};
 
 pub const RECORD_SIZE: usize = 256;
 const MAGIC: [u8; 4] = *b"SFL1";

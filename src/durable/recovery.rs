@@ -13,43 +13,29 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
-use super::record::{Lease, LeaseRecord};
+use super::file::{os_error, write_failed, write_record};
+use super::forget::forget;
+use super::kinds::{self, kinds, Kinds};
+use super::record::LeaseRecord;
 use super::store::{Damaged, Loaded, Store};
 use super::wal;
 use crate::dbtext;
-use crate::errors::{error, Code, PgError};
-use crate::registry::{OwnedKey, Registry, SlotRef};
-use crate::sequence_id::SequenceId;
+use crate::errors::{error, Code};
+use crate::identity::OwnedKey;
+use crate::identity::SequenceId;
+use crate::registry::{Registry, SlotRef};
 
-/// What recovery asks of a slot, whatever its kind.
-pub struct Kinds {
-    /// Raises the state of the sequence to at least the lease (never lowers it).
-    pub restore: fn(&Registry<'_>, SlotRef, Lease),
-    /// The lease the sequence holds now.
-    pub lease: fn(&Registry<'_>, SlotRef) -> Lease,
-    /// Closes a sequence just dropped: nothing more is handed out from it.
-    pub close: fn(&Registry<'_>, SlotRef),
-    /// Shared memory, in the processes that replay the WAL.
-    pub registry: fn() -> Option<Registry<'static>>,
-}
-
-static KINDS: OnceLock<Kinds> = OnceLock::new();
-
-/// Registers how each kind restores its leases, and the WAL resource manager whose replay
-/// uses it. Only while preloading.
+/// Registers how each kind restores its leases (see `kinds`), and the WAL resource manager
+/// whose replay uses it. Only while preloading.
 pub fn register(kinds: Kinds) {
-    let _ = KINDS.set(kinds);
+    kinds::register(kinds);
     wal::register(wal::Replay {
         record: replay,
         forget: replay_forget,
         end: end_of_recovery,
     });
-}
-
-fn kinds() -> &'static Kinds {
-    KINDS.get().expect("registered in _PG_init")
 }
 
 /// How the server is starting, as its data directory tells.
@@ -251,30 +237,6 @@ fn replay_forget(rec: &LeaseRecord) {
     }
 }
 
-/// Drops sequence `at`: lookups no longer find it, nothing more is handed out from it, its
-/// record is cleared from the lease file (so the next start does not bring it back), and,
-/// outside recovery, the drop is logged so that standbys drop it too. The caller holds the
-/// lease lock, or is replaying.
-pub fn forget(registry: &Registry<'_>, at: SlotRef) {
-    let slot = registry.slot(at.idx);
-    if slot.generation() != at.generation || !registry.drop_slot(at.idx) {
-        return;
-    }
-    (kinds().close)(registry, at);
-    let store = Store::in_data_dir();
-    if let Err(e) = store.clear(at.idx) {
-        write_failed(&store, &e).raise();
-    }
-    // SAFETY: a plain call that reads shared state.
-    if !unsafe { pgrx::pg_sys::RecoveryInProgress() } {
-        wal::log_forget_and_flush(&LeaseRecord::new(
-            slot.key(),
-            slot.created_with(),
-            Lease::default(),
-        ));
-    }
-}
-
 /// Redo is over: every damaged record whose key could be read must have been supplied.
 fn end_of_recovery() {
     let pending = std::mem::take(&mut *pending());
@@ -310,43 +272,14 @@ fn end_of_recovery() {
     }
 }
 
-/// An I/O error as PostgreSQL words one (`%m`): the system's message, without Rust's
-/// " (os error N)".
-fn os_error(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error ") {
-        Some(at) => text[..at].to_owned(),
-        None => text,
-    }
-}
-
-/// The record of slot `idx`, on disk (fsync), or an ERROR (58030).
-pub fn write_record(idx: usize, record: &LeaseRecord) {
-    let store = Store::in_data_dir();
-    if let Err(e) = store.write(idx, record) {
-        write_failed(&store, &e).raise();
-    }
-}
-
-/// The error (58030) for a lease file that could not be written.
-fn write_failed(store: &Store, e: &std::io::Error) -> PgError {
-    error(
-        Code::ERRCODE_IO_ERROR,
-        format!(
-            "could not write lease file \"{}\": {}",
-            store.path().display(),
-            os_error(e)
-        ),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::durable::record::Corrupt;
+    use crate::durable::record::Lease;
     use crate::durable::store::tests::record;
+    use crate::identity::Kind;
     use crate::registry::tests::table;
-    use crate::registry::Kind;
     use std::sync::atomic::{AtomicU64, Ordering};
 
     /// A kind for the test: the lease is one word, restored with a max.

@@ -10,7 +10,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::record::{Corrupt, LeaseRecord, RECORD_SIZE};
-use crate::registry::OwnedKey;
+use crate::identity::OwnedKey;
 
 /// Relative to the data directory.
 pub const DIR: &str = "snowflake_id";
@@ -141,7 +141,7 @@ fn sync_dir(dir: Option<&Path>) -> io::Result<()> {
 pub(crate) mod tests {
     use super::*;
     use crate::durable::record::Lease;
-    use crate::registry::{CreationLayout, Kind};
+    use crate::identity::{CreationLayout, Kind};
 
     pub fn record(name: &str, end: u64) -> LeaseRecord {
         LeaseRecord {

@@ -18,7 +18,8 @@
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use super::value::MAX_COUNTER;
-use crate::registry::{Kind, SlotState};
+use crate::identity::Kind;
+use crate::registry::SlotState;
 
 const GENERATION_SHIFT: u32 = 60;
 

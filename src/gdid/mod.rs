@@ -5,7 +5,7 @@ pub mod counter;
 pub mod datum;
 #[cfg(test)]
 mod fuzz;
+pub mod handle;
 pub(crate) mod ops;
-pub mod sequence;
 pub(crate) mod sql;
 pub mod value;

@@ -9,19 +9,19 @@ use pgrx::pg_sys::{self, Datum};
 use super::compact::{self, DecodeError};
 use super::counter::{GdidState, Taken};
 use super::datum::palloc;
-use super::sequence::{GdidSeq, Plan};
+use super::handle::{GdidSeq, Plan};
 use super::value::{Gdid, ParseError, Part, SIZE};
 use crate::callsite;
 use crate::dbtext::DbText;
+use crate::detection::sightings::What;
 use crate::durable::lease::LeaseLock;
 use crate::errors::{error, Code, PgError};
 use crate::fmgr::{self, Call};
-use crate::registry::Kind;
-use crate::sequence_id::SequenceName;
-use crate::sightings::What;
-use crate::snowflake::wallclock;
+use crate::identity::Kind;
+use crate::identity::SequenceName;
 use crate::sqlfn::sql_functions;
-use crate::{guc, observe, sequences, shmem};
+use crate::wallclock;
+use crate::{detection, dropping, guc, lookup, prerequisites, seed, shmem};
 
 sql_functions! {
     /// NULL only when the caller asked for soft errors (PostgreSQL 16+) and the input is bad.
@@ -113,18 +113,18 @@ sql_functions! {
     /// Superuser only (EXECUTE revoked from PUBLIC).
     fn gdid_advance(scope: text, sequence: text, past: gdid) -> void
         [volatile parallel_unsafe] |_| {
-        let registry = sequences::registry();
-        sequences::require_writable("gdid_advance()");
-        while !sequences::advance(sequences::gdid(&registry, scope, sequence), past) {
+        let registry = lookup::registry();
+        prerequisites::require_writable("gdid_advance()");
+        while !seed::advance(lookup::gdid(&registry, scope, sequence), past) {
             // Dropped meanwhile: the names lead to a new sequence.
         }
     }
 
     /// Superuser only (EXECUTE revoked from PUBLIC).
     fn gdid_drop_sequence(scope: text, sequence: text) -> boolean [volatile parallel_unsafe] |_| {
-        let registry = sequences::registry();
-        sequences::require_writable("gdid_drop_sequence()");
-        sequences::drop(&registry, SequenceName::Gdid { scope, sequence })
+        let registry = lookup::registry();
+        prerequisites::require_writable("gdid_drop_sequence()");
+        dropping::drop_sequence(&registry, SequenceName::Gdid { scope, sequence })
     }
 
     /// Rows of the gdid_sequences view: the current database's gdid sequences.
@@ -160,7 +160,7 @@ fn input(call: Call<'_>, text: &CStr) -> Option<Gdid> {
     let text = text.to_bytes();
     let e = match parse(text) {
         Ok(g) => {
-            observe::gdid(g);
+            detection::gdid(g);
             return Some(g);
         }
         Err(ParseError::Malformed) => error(
@@ -208,7 +208,7 @@ fn receive(buf: *mut pg_sys::StringInfoData) -> Gdid {
     };
     buf.cursor += SIZE as i32;
     let g = Gdid::from_bytes(&bytes);
-    observe::gdid(g);
+    detection::gdid(g);
     g
 }
 
@@ -228,7 +228,7 @@ fn decoded(form: &str, r: Result<Gdid, DecodeError>) -> Gdid {
 fn next_without_waiting(call: Call<'_>) -> Option<Gdid> {
     // SAFETY: a plain read of a backend-global flag (read-only and standby transactions get
     // their ERROR from the slow path).
-    if unsafe { pg_sys::XactReadOnly } || observe::refused(What::Authority) {
+    if unsafe { pg_sys::XactReadOnly } || detection::refused(What::Authority) {
         return None;
     }
     let authority = guc::gdid_authority()?;
@@ -239,14 +239,14 @@ fn next_without_waiting(call: Call<'_>) -> Option<Gdid> {
 }
 
 fn next(call: Call<'_>) -> Gdid {
-    let registry = sequences::registry();
-    let authority = sequences::gdid_authority();
-    sequences::require_may_generate("gdid_next()", What::Authority);
+    let registry = lookup::registry();
+    let authority = prerequisites::gdid_authority();
+    prerequisites::require_may_generate("gdid_next()", What::Authority);
     loop {
         let at = callsite::slot_of(
             call,
             |at| registry.seq::<GdidState>(at).is_some(),
-            |[scope, sequence]| sequences::gdid(&registry, scope, sequence).at(),
+            |[scope, sequence]| lookup::gdid(&registry, scope, sequence).at(),
         );
         if let Some(t) = registry.seq::<GdidState>(at).and_then(|seq| take(seq, 1)) {
             return Gdid::from_parts(t.era, authority, t.first);
@@ -272,11 +272,11 @@ fn take(seq: GdidSeq<'_>, n: u64) -> Option<Taken> {
             Plan::Retry => {}
             Plan::Exhausted => error(
                 Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-                format!("{} has used up every era", sequences::id_of(seq.slot())),
+                format!("{} has used up every era", lookup::id_of(seq.slot())),
             )
             .raise(),
             Plan::Move(m) => {
-                if !sequences::persist_then_publish(&lock, seq, m.lease, || seq.publish(m, now)) {
+                if !lock.persist_then_publish(seq, m.lease, || seq.publish(m, now)) {
                     return None;
                 }
             }
@@ -297,12 +297,12 @@ fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
     fmgr::rows_per_call(
         call,
         || {
-            let n = sequences::count_argument(n, "block");
-            let registry = sequences::registry();
-            let authority = sequences::gdid_authority();
-            sequences::require_may_generate("gdid_next_block()", What::Authority);
+            let n = prerequisites::count_argument(n, "block");
+            let registry = lookup::registry();
+            let authority = prerequisites::gdid_authority();
+            prerequisites::require_may_generate("gdid_next_block()", What::Authority);
             let t = loop {
-                let seq = sequences::gdid(&registry, scope, sequence);
+                let seq = lookup::gdid(&registry, scope, sequence);
                 if let Some(t) = take(seq, n) {
                     break t;
                 }
@@ -329,8 +329,8 @@ fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
 // Monitoring
 
 fn sequence_rows(emit: &mut dyn FnMut(gdid_sequences_rows::Row)) {
-    let registry = sequences::registry();
-    for at in registry.of_database(sequences::current_db(), Kind::Gdid) {
+    let registry = lookup::registry();
+    for at in registry.of_database(lookup::current_db(), Kind::Gdid) {
         let Some(seq) = registry.seq::<GdidState>(at) else {
             continue;
         };

@@ -2,7 +2,6 @@
 
 pub mod clock;
 pub mod epoch;
+pub mod handle;
 pub mod layout;
-pub mod sequence;
 pub(crate) mod sql;
-pub mod wallclock;

@@ -6,19 +6,19 @@ use pgrx::pg_sys::{self, Datum};
 
 use super::clock::{self, Bounds, Refusal, Reservation};
 use super::epoch::{format_utc, pg_timestamp_to_unix_ms, unix_ms_to_pg_timestamp};
+use super::handle::{lease_target_ms, Miss, SnowflakeSeq, SnowflakeState};
 use super::layout::{preset, preset_names, Layout, Parts};
-use super::sequence::{lease_target_ms, Miss, SnowflakeSeq, SnowflakeState};
-use super::wallclock;
 use crate::callsite;
+use crate::detection::sightings::What;
 use crate::durable::lease::LeaseLock;
 use crate::durable::record::Lease;
 use crate::errors::{error, Clipped, Code};
 use crate::fmgr::{self, Call};
-use crate::registry::Kind;
-use crate::sequence_id::SequenceName;
-use crate::sightings::What;
+use crate::identity::Kind;
+use crate::identity::SequenceName;
 use crate::sqlfn::sql_functions;
-use crate::{errors, guc, observe, sequences, shmem};
+use crate::wallclock;
+use crate::{detection, dropping, errors, guc, lookup, prerequisites, shmem};
 
 /// Longest wait for the wall clock to catch up before refusing with an error.
 const MAX_WAIT_MS: u64 = 100;
@@ -77,15 +77,15 @@ sql_functions! {
 
     /// Superuser only (EXECUTE revoked from PUBLIC).
     fn snowflake_drop_sequence(seq: text) -> boolean [volatile parallel_unsafe] |_| {
-        let registry = sequences::registry();
-        sequences::require_writable("snowflake_drop_sequence()");
-        sequences::drop(&registry, SequenceName::Snowflake(seq))
+        let registry = lookup::registry();
+        prerequisites::require_writable("snowflake_drop_sequence()");
+        dropping::drop_sequence(&registry, SequenceName::Snowflake(seq))
     }
 
     /// The check of the snowflake domain, `VALUE >= 0`; in a logical replication apply worker
     /// it also counts the ID's node (see `observe`).
     fn snowflake_observe(id: bigint) -> boolean [volatile parallel_safe] |_| {
-        observe::snowflake_id(id);
+        detection::snowflake_id(id);
         id >= 0
     }
 
@@ -119,7 +119,7 @@ sql_functions! {
 fn next_without_waiting(call: Call<'_>) -> Option<i64> {
     // SAFETY: a plain read of a backend-global flag. Read-only transactions (and every
     // transaction on a standby) get their ERROR from the slow path.
-    if unsafe { pg_sys::XactReadOnly } || observe::refused(What::Node) {
+    if unsafe { pg_sys::XactReadOnly } || detection::refused(What::Node) {
         return None;
     }
     let (server, registry) = (guc::server()?, shmem::registry()?);
@@ -131,14 +131,14 @@ fn next_without_waiting(call: Call<'_>) -> Option<i64> {
 }
 
 fn next(call: Call<'_>) -> i64 {
-    let (server, registry) = (sequences::server(), sequences::registry());
-    let node = sequences::node_id(server);
-    sequences::require_may_generate("snowflake_next()", What::Node);
+    let (server, registry) = (lookup::server(), lookup::registry());
+    let node = prerequisites::node_id(server);
+    prerequisites::require_may_generate("snowflake_next()", What::Node);
     loop {
         let at = callsite::slot_of(
             call,
             |at| registry.seq::<SnowflakeState>(at).is_some(),
-            |[name]| sequences::snowflake(&registry, name, &server.layout, node).at(),
+            |[name]| lookup::snowflake(&registry, name, &server.layout, node).at(),
         );
         if let Some(r) = registry
             .seq::<SnowflakeState>(at)
@@ -163,12 +163,12 @@ fn next_batch(call: Call<'_>, name: &[u8], n: i32) -> Datum {
     fmgr::rows_per_call(
         call,
         || {
-            let n = sequences::count_argument(n, "batch");
-            let (server, registry) = (sequences::server(), sequences::registry());
-            let node = sequences::node_id(server);
-            sequences::require_may_generate("snowflake_next_batch()", What::Node);
+            let n = prerequisites::count_argument(n, "batch");
+            let (server, registry) = (lookup::server(), lookup::registry());
+            let node = prerequisites::node_id(server);
+            prerequisites::require_may_generate("snowflake_next_batch()", What::Node);
             let r = loop {
-                let seq = sequences::snowflake(&registry, name, &server.layout, node);
+                let seq = lookup::snowflake(&registry, name, &server.layout, node);
                 if let Some(r) = reserve(&server.layout, seq, n) {
                     break r;
                 }
@@ -244,11 +244,11 @@ fn extend_lease(layout: &Layout, seq: SnowflakeSeq<'_>, bounds: &Bounds, last: u
         .ms_since_epoch(wallclock::precise_unix_ms())
         .unwrap_or(last >> layout.counter_bits);
     let end = lease_target_ms(last, now_ms, bounds);
-    sequences::persist_then_publish(&lock, seq, Lease { era: 0, end }, || seq.publish_lease(end))
+    lock.persist_then_publish(seq, Lease { era: 0, end }, || seq.publish_lease(end))
 }
 
 fn refuse(refusal: Refusal, bounds: &Bounds, seq: SnowflakeSeq<'_>, n: u64) -> ! {
-    let id = sequences::id_of(seq.slot());
+    let id = lookup::id_of(seq.slot());
     match refusal {
         Refusal::AheadOfClock { ahead_ms } => error(
             Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
@@ -298,7 +298,7 @@ fn layout_range(layout: &Layout) -> String {
 
 /// The server's layout; needs the library preloaded because the layout settings do.
 fn own_layout() -> &'static Layout {
-    &sequences::server().layout
+    &lookup::server().layout
 }
 
 fn named_layout(name: &[u8]) -> &'static Layout {
@@ -357,7 +357,7 @@ fn conflict_rows(emit: &mut dyn FnMut(snowflake_node_conflicts_rows::Row)) {
     let Some(sightings) = shmem::sightings() else {
         errors::not_preloaded()
     };
-    for c in sightings.conflicts(observe::own()) {
+    for c in sightings.conflicts(detection::own()) {
         let kind: &[u8] = match c.what {
             What::Node => b"snowflake node",
             What::Authority => b"gdid authority",
@@ -368,7 +368,7 @@ fn conflict_rows(emit: &mut dyn FnMut(snowflake_node_conflicts_rows::Row)) {
             Some(
                 c.origins
                     .iter()
-                    .map(|&o| observe::describe_origin(o))
+                    .map(|&o| detection::describe_origin(o))
                     .collect(),
             ),
             Some(timestamptz(c.first_ms)),
@@ -379,10 +379,10 @@ fn conflict_rows(emit: &mut dyn FnMut(snowflake_node_conflicts_rows::Row)) {
 }
 
 fn sequence_rows(emit: &mut dyn FnMut(snowflake_sequences_rows::Row)) {
-    let registry = sequences::registry();
-    let node = sequences::server().node;
+    let registry = lookup::registry();
+    let node = lookup::server().node;
     let now_ms = wallclock::precise_unix_ms();
-    let db = sequences::current_db();
+    let db = lookup::current_db();
     for at in registry.of_database(db, Kind::Snowflake) {
         let Some(seq) = registry.seq::<SnowflakeState>(at) else {
             continue;

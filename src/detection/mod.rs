@@ -21,9 +21,11 @@ use pgrx::pg_sys;
 
 use crate::errors::{error, Code};
 use crate::gdid::value::Gdid;
-use crate::sightings::{Conflict, Key, Own, What, FLUSH_MS, THIS_SERVER};
-use crate::snowflake::wallclock;
+pub mod sightings;
+
+use crate::wallclock;
 use crate::{guc, shmem};
+use sightings::{Conflict, Key, Own, What, FLUSH_MS, THIS_SERVER};
 
 /// The values of the current run of one (what, value, origin), not yet in the shared table.
 struct Pending {

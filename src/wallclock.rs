@@ -1,6 +1,7 @@
-//! Reading the wall clock in Unix milliseconds: precisely, or cheaply and coarsely.
+//! Reading the wall clock in Unix milliseconds, precisely or cheaply and coarsely: the clock
+//! of both generators, of leases and of detection.
 //!
-//! No pgrx here. Measured on the development VM: `SystemTime::now()` 38 ns,
+//! PURE: no pgrx here (libc's clock_gettime). Measured on the development VM: `SystemTime::now()` 38 ns,
 //! `clock_gettime(CLOCK_REALTIME)` 26 ns, `CLOCK_REALTIME_COARSE` 6 ns. The coarse clock has a
 //! 4 ms resolution, but on a busy VM its ticks arrive late: over 8 s of readings with both
 //! cores loaded it lagged the precise clock by up to 5 ms nearly always, and by 9 to 13 ms a

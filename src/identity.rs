@@ -1,13 +1,89 @@
-//! What a sequence is called: a snowflake sequence by one name, a gdid sequence by a scope
-//! and a sequence name, both within a database. One type builds the registry's key from the
-//! names, takes a key apart again, checks names, and shows them.
+//! What a sequence is: a snowflake sequence called by one name, a gdid sequence by a scope and
+//! a sequence name, both within a database, and the layout it was created with. The key the
+//! registry finds it by and the lease file stores it under is built from the names here,
+//! taken apart again, checked and shown.
 //!
 //! PURE: no pgrx here. Names are bytes in the database's encoding, never assumed UTF-8.
 
 use std::fmt;
 
 use crate::dbtext::DbText;
-use crate::registry::{Key, Kind, MAX_KEY_LEN};
+
+/// Longest key name: a gdid key is `scope NUL sequence`, each at most
+/// [`crate::identity::MAX_NAME_LEN`] bytes.
+pub const MAX_KEY_LEN: usize = 127;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Kind {
+    Snowflake = 1,
+    Gdid = 2,
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Kind::Snowflake => "snowflake",
+            Kind::Gdid => "gdid",
+        })
+    }
+}
+
+impl Kind {
+    pub fn from_u8(b: u8) -> Option<Kind> {
+        match b {
+            1 => Some(Kind::Snowflake),
+            2 => Some(Kind::Gdid),
+            _ => None,
+        }
+    }
+}
+
+/// What identifies a sequence in the table and on disk. `name` is the key name (see
+/// [`crate::sequence_id`]), bytes in the database's encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key<'k> {
+    pub db: u32,
+    pub kind: Kind,
+    pub name: &'k [u8],
+}
+
+impl Key<'_> {
+    pub fn to_owned(self) -> OwnedKey {
+        OwnedKey {
+            db: self.db,
+            kind: self.kind,
+            name: self.name.to_vec(),
+        }
+    }
+}
+
+/// A [`Key`] that owns its name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OwnedKey {
+    pub db: u32,
+    pub kind: Kind,
+    pub name: Vec<u8>,
+}
+
+impl OwnedKey {
+    pub fn key(&self) -> Key<'_> {
+        Key {
+            db: self.db,
+            kind: self.kind,
+            name: &self.name,
+        }
+    }
+}
+
+/// The snowflake layout a sequence was created with: its epoch and node width (zero for gdid
+/// sequences). Kept with the sequence, durably, so that a later change of the settings cannot
+/// go unnoticed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CreationLayout {
+    pub epoch_ms: i64,
+    pub node_bits: u32,
+}
 
 /// Longest snowflake sequence name, gdid scope or gdid sequence name in bytes, like a
 /// PostgreSQL identifier (NAMEDATALEN - 1).

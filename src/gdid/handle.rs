@@ -195,8 +195,8 @@ impl GdidSeq<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::{CreationLayout, Key, Kind};
     use crate::registry::tests::table;
-    use crate::registry::{CreationLayout, Key, Kind};
 
     fn with_seq(test: impl FnOnce(GdidSeq<'_>)) {
         let t = table(2);

@@ -10,9 +10,10 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use super::clock::{self, Bounds, Refusal, Reservation};
 use super::layout::Layout;
-use super::wallclock;
 use crate::durable::record::Lease;
-use crate::registry::{CreationLayout, Kind, Seq, SlotState};
+use crate::identity::{CreationLayout, Kind};
+use crate::registry::{Seq, SlotState};
+use crate::wallclock;
 
 /// The state words of a snowflake sequence.
 #[repr(C)]
@@ -251,8 +252,8 @@ pub fn creation_layout(layout: &Layout) -> CreationLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::Key;
     use crate::registry::tests::table;
-    use crate::registry::Key;
     use crate::snowflake::epoch::DEFAULT_EPOCH_MS;
 
     const LAYOUT: Layout = Layout::own(10, DEFAULT_EPOCH_MS);
