@@ -8,8 +8,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-db="$CLUSTER_ROOT/node"
-pg_init "$db" 55491 "shared_preload_libraries = 'snowflake_id'" "include_if_exists = 'case.conf'"
+db=$(instance node "shared_preload_libraries = 'snowflake_id'" "include_if_exists = 'case.conf'")
 case_conf="$db/data/case.conf"
 
 # refuses "SETTING LINES" "EXPECTED FATAL": the server does not start and says why.

@@ -6,8 +6,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-db="$CLUSTER_ROOT/node"
-pg_init "$db" 55431 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 12" "gdid.authority = 12"
+db=$(instance node "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 12" "gdid.authority = 12")
 pg_start "$db"
 pg_psql "$db" -d postgres -qc "CREATE EXTENSION snowflake_id"
 out="$CLUSTER_ROOT/out"
@@ -22,7 +21,7 @@ lag=$(clock_lag "$db")
 [ "$lag" -ge 28 ] || fail "the restarted server's clock is only $lag s behind"
 echo "clean restart, clock $lag s behind"
 for sql in "SELECT snowflake_next('orders')" "SELECT * FROM snowflake_next_batch('orders', 10)"; do
-    if msg=$(pg_psql "$db" -d postgres -Atc "$sql" 2>&1); then
+    if msg=$(sql "$db" "$sql" 2>&1); then
         fail "$sql succeeded with the clock 30 s behind: $msg"
     fi
     echo "$msg" | grep -q 'ERROR:  snowflake sequence "orders" is too far ahead of the wall clock' ||

@@ -8,9 +8,8 @@ source "$(dirname "$0")/lib.sh"
 
 SESSIONS=8
 ROUNDS=100   # x (500 single + 500 batch) = 100,000 IDs per session
-db="$CLUSTER_ROOT/node"
-pg_init "$db" 55411 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 7" \
-    "max_connections = 40"
+db=$(instance node "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 7" \
+    "max_connections = 40")
 pg_start "$db"
 
 pg_psql "$db" -d postgres -q <<'SQL'
@@ -22,7 +21,7 @@ SQL
 
 pids=()
 for s in $(seq 1 $SESSIONS); do
-    timeout 300 "$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$db" -p 55411 -U postgres -d postgres \
+    session "$db" \
         -c "DO \$\$
 DECLARE pos int := 0;
 BEGIN
@@ -46,5 +45,5 @@ expect "$db" "SELECT count(*) FROM ids, run WHERE snowflake_timestamp(id) < date
 expect "$db" "SELECT count(*) FROM ids, run WHERE snowflake_timestamp(id) > finished + current_setting('snowflake.max_clock_ahead')::interval" "0"
 expect "$db" "SELECT count(*) FROM ids WHERE snowflake_node(id) <> 7" "0"
 expect "$db" "SELECT issued FROM snowflake_sequences WHERE name = 'conc'" "$total"
-pg_psql "$db" -d postgres -Atc "SELECT 'figures: ' || count(*) || ' IDs in ' || round(extract(epoch FROM finished - started)::numeric, 2) || ' s; clock ran ahead by at most ' || (SELECT max(snowflake_timestamp(id)) FROM ids) - finished || ' at the end; counter exhausted ' || (SELECT counter_exhausted FROM snowflake_sequences WHERE name = 'conc') || ' times' FROM ids, run GROUP BY started, finished"
+sql "$db" "SELECT 'figures: ' || count(*) || ' IDs in ' || round(extract(epoch FROM finished - started)::numeric, 2) || ' s; clock ran ahead by at most ' || (SELECT max(snowflake_timestamp(id)) FROM ids) - finished || ' at the end; counter exhausted ' || (SELECT counter_exhausted FROM snowflake_sequences WHERE name = 'conc') || ' times' FROM ids, run GROUP BY started, finished"
 echo "concurrency: ok"

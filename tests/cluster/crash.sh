@@ -5,9 +5,8 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-db="$CLUSTER_ROOT/node"
-pg_init "$db" 55421 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 11" \
-    "gdid.authority = 4" "snowflake.max_clock_ahead = '60s'"
+db=$(instance node "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 11" \
+    "gdid.authority = 4" "snowflake.max_clock_ahead = '60s'")
 pg_start "$db"
 pg_psql "$db" -d postgres -qc "CREATE EXTENSION snowflake_id"
 
@@ -18,12 +17,15 @@ SF="SELECT snowflake_next('orders') UNION ALL SELECT * FROM snowflake_next_batch
 GD="SELECT gdid_next('shop', 'orders') UNION ALL SELECT * FROM gdid_next_block('shop', 'orders', 100);"
 pids=()
 for s in 1 2; do
+    : >"$out/sf_before_$s" && : >"$out/gd_before_$s"
     stream "$db" "$out/sf_before_$s" 100000 "$SF" &
     pids+=($!)
     stream "$db" "$out/gd_before_$s" 100000 "$GD" &
     pids+=($!)
 done
-sleep 2
+# Under load for a while: until the sessions have received 20000 IDs of each kind.
+wait_until 60 "20000 snowflake IDs" lines_at_least 20000 "$out"/sf_before_*
+wait_until 60 "20000 gdids" lines_at_least 20000 "$out"/gd_before_*
 pg_kill9 "$db"
 for p in "${pids[@]}"; do wait "$p"; done
 sf_before=$(cat "$out"/sf_before_* | wc -l)
@@ -49,5 +51,5 @@ expect "$db" "SELECT (SELECT min(id) FROM sf_after) > (SELECT max(id) FROM sf_be
 expect "$db" "SELECT (SELECT min(id) FROM gd_after) > (SELECT max(id) FROM gd_before)" "t"
 expect "$db" "SELECT count(*) - count(DISTINCT id) FROM (SELECT id FROM sf_before UNION ALL SELECT id FROM sf_after) s" "0"
 expect "$db" "SELECT count(*) - count(DISTINCT id) FROM (SELECT id FROM gd_before UNION ALL SELECT id FROM gd_after) s" "0"
-pg_psql "$db" -d postgres -Atc "SELECT 'figures: snowflake ' || (SELECT count(*) FROM sf_before) || ' before, ' || (SELECT count(*) FROM sf_after) || ' after, resumed ' || ((SELECT min(snowflake_timestamp(id)) FROM sf_after) - (SELECT max(snowflake_timestamp(id)) FROM sf_before)) || ' above the last ID; gdid ' || (SELECT count(*) FROM gd_before) || ' before, ' || (SELECT count(*) FROM gd_after) || ' after, counters ' || (SELECT max(gdid_counter(id)) FROM gd_before) || ' -> ' || (SELECT min(gdid_counter(id)) FROM gd_after)"
+sql "$db" "SELECT 'figures: snowflake ' || (SELECT count(*) FROM sf_before) || ' before, ' || (SELECT count(*) FROM sf_after) || ' after, resumed ' || ((SELECT min(snowflake_timestamp(id)) FROM sf_after) - (SELECT max(snowflake_timestamp(id)) FROM sf_before)) || ' above the last ID; gdid ' || (SELECT count(*) FROM gd_before) || ' before, ' || (SELECT count(*) FROM gd_after) || ' after, counters ' || (SELECT max(gdid_counter(id)) FROM gd_before) || ' -> ' || (SELECT min(gdid_counter(id)) FROM gd_after)"
 echo "crash: ok"

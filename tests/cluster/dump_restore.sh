@@ -7,8 +7,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-db="$CLUSTER_ROOT/node"
-pg_init "$db" 55471 "shared_preload_libraries = 'snowflake_id'" "gdid.authority = 2"
+db=$(instance node "shared_preload_libraries = 'snowflake_id'" "gdid.authority = 2")
 pg_start "$db"
 pg_psql "$db" -d postgres -q <<'SQL'
 CREATE DATABASE source;
@@ -35,29 +34,28 @@ SQL
 digest="SELECT md5(string_agg(i::text, ',' ORDER BY id)) || md5(string_agg(e::text || e.tableoid::regclass::text, ',' ORDER BY e.id)) FROM items i FULL JOIN events e USING (id)"
 want=$(pg_psql "$db" -d source -Atc "$digest")
 dump="$CLUSTER_ROOT/source.dump"
-as_postgres "$PG_BINDIR/pg_dump" -h "$db" -p 55471 -U postgres -Fc source >"$dump" || fail "pg_dump failed"
+as_postgres "$PG_BINDIR/pg_dump" -h "$db" -p "$(pg_port_of "$db")" -U postgres -Fc source >"$dump" || fail "pg_dump failed"
 pg_psql "$db" -d postgres -qc "CREATE DATABASE restored"
-as_postgres "$PG_BINDIR/pg_restore" -h "$db" -p 55471 -U postgres -d restored --exit-on-error <"$dump" ||
+as_postgres "$PG_BINDIR/pg_restore" -h "$db" -p "$(pg_port_of "$db")" -U postgres -d restored --exit-on-error <"$dump" ||
     fail "pg_restore failed"
 got=$(pg_psql "$db" -d restored -Atc "$digest")
 [ "$got" = "$want" ] || fail "restored data differs"
 echo "ok: pg_dump/pg_restore: identical contents ($(pg_psql "$db" -d restored -Atc "SELECT count(*) FROM items") rows)"
-expect_restored() { got=$(pg_psql "$db" -d restored -Atc "$1"); [ "$got" = "$2" ] || fail "$1: $got"; echo "ok: $1 = $got"; }
-expect_restored "SELECT count(*) FROM pg_indexes WHERE tablename = 'items'" "3"
-expect_restored "SELECT count(*) FROM items WHERE gdid_decompress(packed) <> id" "0"
+expect "$db" "SELECT count(*) FROM pg_indexes WHERE tablename = 'items'" "3" restored
+expect "$db" "SELECT count(*) FROM items WHERE gdid_decompress(packed) <> id" "0" restored
 
 # Binary COPY out of the restored table and back into an empty one.
 bin="$CLUSTER_ROOT/items.bin"
 pg_psql "$db" -d restored -qc "\\copy items TO '$bin' (FORMAT binary)"
 pg_psql "$db" -d restored -qc "CREATE TABLE items2 (LIKE items INCLUDING ALL)" \
     -c "\\copy items2 FROM '$bin' (FORMAT binary)"
-expect_restored "SELECT count(*) FROM items2 FULL JOIN items USING (id) WHERE items2.packed IS DISTINCT FROM items.packed OR items2.parent IS DISTINCT FROM items.parent OR items2.n IS DISTINCT FROM items.n" "0"
-expect_restored "SELECT count(*) FROM items2" "20001"
+expect "$db" "SELECT count(*) FROM items2 FULL JOIN items USING (id) WHERE items2.packed IS DISTINCT FROM items.packed OR items2.parent IS DISTINCT FROM items.parent OR items2.n IS DISTINCT FROM items.n" "0" restored
+expect "$db" "SELECT count(*) FROM items2" "20001" restored
 
 # A new database has its own sequences: move this one past the restored keys, then generate.
 pg_psql "$db" -d restored -qAtc "SELECT gdid_advance('shop', 'items', (SELECT max(id) FROM items WHERE gdid_era(id) = 0))" >/dev/null
 pg_psql "$db" -d restored -qc "INSERT INTO items (n) SELECT g FROM generate_series(1, 1000) g" ||
     fail "generating after the restore collided"
-expect_restored "SELECT count(*) FROM items" "21001"
+expect "$db" "SELECT count(*) FROM items" "21001" restored
 echo "figures: 20001 gdid rows dumped, restored and copied in binary; 1000 generated after gdid_advance"
 echo "dump_restore: ok"

@@ -7,10 +7,8 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-primary="$CLUSTER_ROOT/primary"
-standby="$CLUSTER_ROOT/standby"
-pg_init "$primary" 55441 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 21" \
-    "gdid.authority = 5"
+primary=$(instance primary "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 21" \
+    "gdid.authority = 5")
 pg_start "$primary"
 pg_psql "$primary" -d postgres -q <<'SQL'
 CREATE EXTENSION snowflake_id;
@@ -20,32 +18,19 @@ CREATE TABLE orders (
 );
 SQL
 
-mkdir -p "$standby"
-chown postgres: "$standby"
-chmod 700 "$standby"
-as_postgres "$PG_BINDIR/pg_basebackup" -h "$primary" -p 55441 -U postgres -D "$standby/data" -R -X stream ||
-    fail "pg_basebackup failed"
-{
-    echo "port = 55442"
-    echo "unix_socket_directories = '$standby'"
-} >>"$standby/data/postgresql.conf"
-grep '^port = ' "$standby/data/postgresql.conf" | tail -n 1 >"$standby/postgresql.conf"
+standby=$(standby_of "$primary" standby)
 pg_start "$standby" FAKETIME=-5s LD_PRELOAD="$FAKETIME_LIB"
 # Synchronous from now on (set after the clone, so the standby does not inherit it).
 pg_psql "$primary" -d postgres -qAtc "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
-for _ in $(seq 1 100); do
-    state=$(pg_psql "$primary" -d postgres -Atc "SELECT sync_state FROM pg_stat_replication")
-    [ "$state" = sync ] && break
-    sleep 0.1
-done
-[ "$state" = sync ] || fail "the standby did not become a synchronous standby"
+wait_until 10 "the standby to become synchronous" \
+    sql_is "$primary" "SELECT sync_state FROM pg_stat_replication" sync
 lag=$(clock_lag "$standby")
 [ "$lag" -ge 4 ] || fail "the standby's clock is only $lag s behind"
 echo "standby streaming synchronously, its clock $lag s behind"
 
 # A hot standby cannot generate: every transaction there is read-only.
 for sql in "SELECT snowflake_next('orders')" "SELECT gdid_next('shop', 'orders')"; do
-    msg=$(pg_psql "$standby" -d postgres -Atc "$sql" 2>&1) && fail "$sql worked on the standby"
+    msg=$(sql "$standby" "$sql" 2>&1) && fail "$sql worked on the standby"
     echo "$msg" | grep -q "ERROR:  cannot execute .* during recovery" || fail "unexpected: $msg"
     echo "standby refuses: $msg"
 done
@@ -55,10 +40,12 @@ mkdir -p "$out"
 INSERT="INSERT INTO orders SELECT FROM generate_series(1, 50) RETURNING id, g;"
 pids=()
 for s in 1 2 3 4; do
+    : >"$out/primary_$s"
     stream "$primary" "$out/primary_$s" 100000 "$INSERT" &
     pids+=($!)
 done
-sleep 2
+# Under load for a while: until the clients have received 5000 rows.
+wait_until 60 "5000 committed rows" lines_at_least 5000 "$out"/primary_*
 pg_kill9 "$primary"
 for p in "${pids[@]}"; do wait "$p"; done
 before=$(cat "$out"/primary_* | wc -l)
@@ -82,5 +69,5 @@ expect "$standby" "SELECT (SELECT min(id) FROM new) > (SELECT max(id) FROM seen)
 expect "$standby" "SELECT (SELECT min(g) FROM new) > (SELECT max(g) FROM seen)" "t"
 # Synchronous replication: every row a client saw committed is on the promoted standby.
 expect "$standby" "SELECT count(*) FROM seen WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = seen.id)" "0"
-pg_psql "$standby" -d postgres -Atc "SELECT 'figures: ' || (SELECT count(*) FROM seen) || ' rows from the old primary, ' || (SELECT count(*) FROM new) || ' from the promoted standby; first new ID ' || ((SELECT min(snowflake_timestamp(id)) FROM new) - (SELECT max(snowflake_timestamp(id)) FROM seen)) || ' above the last old one, gdid counters ' || (SELECT max(gdid_counter(g)) FROM seen) || ' -> ' || (SELECT min(gdid_counter(g)) FROM new)"
+sql "$standby" "SELECT 'figures: ' || (SELECT count(*) FROM seen) || ' rows from the old primary, ' || (SELECT count(*) FROM new) || ' from the promoted standby; first new ID ' || ((SELECT min(snowflake_timestamp(id)) FROM new) - (SELECT max(snowflake_timestamp(id)) FROM seen)) || ' above the last old one, gdid counters ' || (SELECT max(gdid_counter(g)) FROM seen) || ' -> ' || (SELECT min(gdid_counter(g)) FROM new)"
 echo "failover: ok"

@@ -7,8 +7,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-db="$CLUSTER_ROOT/node"
-pg_init "$db" 55461 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 3" "gdid.authority = 3"
+db=$(instance node "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 3" "gdid.authority = 3")
 conf="$db/data/postgresql.conf"
 pg_start "$db"
 pg_psql "$db" -d postgres -qc "CREATE EXTENSION snowflake_id"
@@ -18,7 +17,7 @@ stream "$db" "$out/before" 10 "SELECT * FROM snowflake_next_batch('orders', 1000
 
 refused() {
     local msg
-    msg=$(pg_psql "$db" -d postgres -Atc "SELECT snowflake_next('orders')" 2>&1) &&
+    msg=$(sql "$db" "SELECT snowflake_next('orders')" 2>&1) &&
         fail "generated under a changed layout: $msg"
     echo "$msg" | grep -q 'ERROR:  snowflake sequence "orders" was created with a different layout' ||
         fail "unexpected: $msg"

@@ -5,11 +5,10 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-db="$CLUSTER_ROOT/node"
-pg_init "$db" 55481 "shared_preload_libraries = 'snowflake_id'" "gdid.authority = 1"
+db=$(instance node "shared_preload_libraries = 'snowflake_id'" "gdid.authority = 1")
 pg_start "$db"
 pg_psql "$db" -d postgres -qc "CREATE EXTENSION snowflake_id"
-before=$(pg_psql "$db" -d postgres -Atc "SELECT max(gdid_counter(g)) FROM gdid_next_block('shop', 'orders', 100) g")
+before=$(sql "$db" "SELECT max(gdid_counter(g)) FROM gdid_next_block('shop', 'orders', 100) g")
 pg_stop "$db"
 
 leases="$db/data/snowflake_id/leases"
@@ -35,7 +34,7 @@ echo "ok: a damaged lease file stops the server"
 
 cp -p "$CLUSTER_ROOT/leases.good" "$leases"
 pg_start "$db"
-after=$(pg_psql "$db" -d postgres -Atc "SELECT gdid_counter(gdid_next('shop', 'orders'))")
+after=$(sql "$db" "SELECT gdid_counter(gdid_next('shop', 'orders'))")
 [ "$after" -gt "$before" ] || fail "resumed at $after, not above $before"
 echo "ok: restored file, the sequence resumed at counter $after (last before: $before)"
 echo "lease_file: ok"

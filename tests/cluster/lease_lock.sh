@@ -6,9 +6,8 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-db="$CLUSTER_ROOT/node"
-pg_init "$db" 55521 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 1" \
-    "gdid.authority = 1"
+db=$(instance node "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 1" \
+    "gdid.authority = 1")
 pg_start "$db"
 pg_psql "$db" -d postgres -qc "CREATE EXTENSION snowflake_id" -c "SELECT gdid_next('s', 'before')" >/dev/null
 leases="$db/data/snowflake_id/leases"
@@ -17,21 +16,21 @@ as_postgres mkfifo "$db/data/snowflake_id/fifo"
 mv "$db/data/snowflake_id/fifo" "$leases"
 
 psql_bg() {
-    timeout 60 "$PG_BINDIR/psql" -X -qAt -h "$db" -p 55521 -U postgres -d postgres -c "$1" >"$2" 2>&1 &
+    session "$db" -At -c "$1" >"$2" 2>&1 &
 }
 
 # The holder: a new sequence needs its first lease; opening the file blocks.
 psql_bg "SELECT gdid_next('s', 'holder')" "$CLUSTER_ROOT/holder.out"
 holder=$!
-for _ in $(seq 1 50); do
-    [ "$(pg_psql "$db" -d postgres -Atc "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%''holder''%' AND pid <> pg_backend_pid()")" = 1 ] && break
-    sleep 0.1
-done
-sleep 0.5
+wait_until 10 "the holder" \
+    sql_is "$db" "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%''holder''%' AND pid <> pg_backend_pid()" 1
+holder_pid=$(sql "$db" "SELECT pid FROM pg_stat_activity WHERE query LIKE '%''holder''%' AND pid <> pg_backend_pid()")
+# It holds the lease lock while it waits for the FIFO's other end, in the kernel.
+wait_until 10 "the holder to block on the lease file" grep -q wait_for_partner "/proc/$holder_pid/wchan"
 
 # A waiter with a statement timeout gives up on time.
 start=$(date +%s.%N)
-msg=$(timeout 20 "$PG_BINDIR/psql" -X -qAt -h "$db" -p 55521 -U postgres -d postgres \
+msg=$(timeout 20 "$PG_BINDIR/psql" -X -qAt -h "$db" -p "$(pg_port_of "$db")" -U postgres -d postgres \
     -c "SET statement_timeout = '500ms'" -c "SELECT gdid_next('s', 'timeout')" 2>&1) &&
     fail "generated while the lease lock was held: $msg"
 took=$(python3 -c "print(round($(date +%s.%N) - $start, 2))")
@@ -42,14 +41,10 @@ echo "statement_timeout 500 ms: gave up after $took s: $msg"
 # A waiter shows the wait, and pg_cancel_backend stops it.
 psql_bg "SELECT gdid_next('s', 'cancelled')" "$CLUSTER_ROOT/cancelled.out"
 waiter=$!
-pid=""
-for _ in $(seq 1 50); do
-    pid=$(pg_psql "$db" -d postgres -Atc "SELECT pid FROM pg_stat_activity WHERE query LIKE '%''cancelled''%' AND wait_event_type = 'Extension' AND pid <> pg_backend_pid()")
-    [ -n "$pid" ] && break
-    sleep 0.1
-done
-[ -n "$pid" ] || fail "the waiter does not show an Extension wait"
-echo "waiter $pid: $(pg_psql "$db" -d postgres -Atc "SELECT wait_event_type || '/' || wait_event FROM pg_stat_activity WHERE pid = $pid")"
+waiting="SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%''cancelled''%' AND wait_event_type = 'Extension' AND pid <> pg_backend_pid()"
+wait_until 10 "the waiter to show an Extension wait" sql_is "$db" "$waiting" 1
+pid=$(sql "$db" "SELECT pid FROM pg_stat_activity WHERE query LIKE '%''cancelled''%' AND wait_event_type = 'Extension' AND pid <> pg_backend_pid()")
+echo "waiter $pid: $(sql "$db" "SELECT wait_event_type || '/' || wait_event FROM pg_stat_activity WHERE pid = $pid")"
 start=$(date +%s.%N)
 expect "$db" "SELECT pg_cancel_backend($pid)" "t"
 wait "$waiter" && fail "the cancelled call succeeded"

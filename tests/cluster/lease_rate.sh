@@ -7,17 +7,17 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-db="$CLUSTER_ROOT/node"
-pg_init "$db" 55511 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 5" \
-    "gdid.authority = 5" "snowflake.node_bits = 13"
+db=$(instance node "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 5" \
+    "gdid.authority = 5" "snowflake.node_bits = 13")
 pg_start "$db"
 pg_psql "$db" -d postgres -qc "CREATE EXTENSION snowflake_id"
 
 # burst MAX_AHEAD_MS NAME N: N IDs in one statement; prints "seconds extensions ahead".
 burst() {
     pg_psql "$db" -d postgres -qc "ALTER SYSTEM SET snowflake.max_clock_ahead = '${1}ms'" -c "SELECT pg_reload_conf()" >/dev/null
-    sleep 0.5
-    pg_psql "$db" -d postgres -Atc "
+    wait_until 10 "the reload" \
+        sql_is "$db" "SELECT setting FROM pg_settings WHERE name = 'snowflake.max_clock_ahead'" "$1"
+    sql "$db" "
         SELECT round(extract(epoch FROM clock_timestamp() - statement_timestamp())::numeric, 1)
                || ' ' || lease_extensions || ' ' || round(extract(epoch FROM clock_ahead)::numeric, 2)
           FROM (SELECT count(snowflake_next('$2')) AS n FROM generate_series(1, $3)) b,

@@ -24,6 +24,61 @@ free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# instance NAME [postgresql.conf lines...]: a new instance in $CLUSTER_ROOT/NAME on a free
+# port (not started); prints its directory.
+instance() {
+    local dir="$CLUSTER_ROOT/$1"
+    shift
+    pg_init "$dir" "$(free_port)" "$@" >&2 || return 1
+    echo "$dir"
+}
+
+# standby_of PRIMARY NAME [pg_basebackup args...]: a streaming standby of PRIMARY
+# (pg_basebackup -R) in $CLUSTER_ROOT/NAME on a free port (not started); prints its directory.
+standby_of() {
+    local primary=$1 dir="$CLUSTER_ROOT/$2" port
+    shift 2
+    port=$(free_port)
+    mkdir -p "$dir" && chown postgres: "$dir" && chmod 700 "$dir"
+    as_postgres "$PG_BINDIR/pg_basebackup" -h "$primary" -p "$(pg_port_of "$primary")" \
+        -U postgres -D "$dir/data" -R -X stream --checkpoint=fast "$@" >&2 ||
+        { echo "pg_basebackup failed" >&2; return 1; }
+    {
+        echo "port = $port"
+        echo "unix_socket_directories = '$dir'"
+    } >>"$dir/data/postgresql.conf"
+    echo "port = $port" >"$dir/postgresql.conf"
+    echo "$dir"
+}
+
+# sql DIR QUERY [DB]: what QUERY returns, unaligned, without headers (database postgres by
+# default).
+sql() {
+    pg_psql "$1" -d "${3:-postgres}" -Atc "$2"
+}
+
+# session DIR [psql args...]: a psql session on DIR that stops at the first error, bounded by
+# 120 s: for work in the background.
+session() {
+    local dir=$1
+    shift
+    timeout 120 "$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$(pg_port_of "$dir")" \
+        -U postgres -d postgres "$@"
+}
+
+# dsn DIR [DB]: a libpq connection string to DIR.
+dsn() {
+    echo "host=$1 port=$(pg_port_of "$1") user=postgres dbname=${2:-postgres}"
+}
+
+# lines_at_least N FILES...: whether the files hold N lines or more together; for wait_until
+# (the files must exist when it is called: a glob is expanded once).
+lines_at_least() {
+    local n=$1
+    shift
+    [ "$(cat "$@" 2>/dev/null | wc -l)" -ge "$n" ]
+}
+
 # wait_until SECONDS DESCRIPTION COMMAND...: runs COMMAND every 0.1 s until it succeeds; fails
 # the test with DESCRIPTION after SECONDS.
 wait_until() {
@@ -42,10 +97,10 @@ sql_is() {
     [ "$(pg_psql "$1" -d postgres -Atc "$2" 2>/dev/null)" = "$3" ]
 }
 
-# expect DIR SQL EXPECTED: the single value SQL returns must equal EXPECTED.
+# expect DIR SQL EXPECTED [DB]: the single value SQL returns must equal EXPECTED.
 expect() {
     local got
-    got=$(pg_psql "$1" -d postgres -Atc "$2") || fail "query failed: $2"
+    got=$(sql "$1" "$2" "${4:-postgres}") || fail "query failed: $2"
     [ "$got" = "$3" ] || fail "$2: expected $3, got $got"
     echo "ok: $2 = $got"
 }
@@ -59,10 +114,9 @@ FAKETIME_LIB=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
 # as soon as psql has it, stopping at the first error (the server going away, say).
 # Bounded by a 120 s timeout.
 stream() {
-    local dir=$1 out=$2 n=$3 sql=$4
-    for _ in $(seq 1 "$n"); do echo "$sql"; done |
-        timeout 120 "$PG_BINDIR/psql" -X -qAt -v ON_ERROR_STOP=1 -h "$dir" -p "$(pg_port_of "$dir")" \
-            -U postgres -d postgres >>"$out" 2>/dev/null || true
+    local dir=$1 out=$2 n=$3 query=$4
+    for _ in $(seq 1 "$n"); do echo "$query"; done |
+        session "$dir" -At >>"$out" 2>/dev/null || true
 }
 
 # load_ids DIR TABLE TYPE FILE...: a table of the IDs in the files, for checking with SQL.
@@ -94,8 +148,7 @@ ORDERS_TABLE="CREATE TABLE orders (
 # committing every 100, each row marked with NODE, SESSION and its position. Bounded by a
 # 120 s timeout.
 insert_orders() {
-    timeout 120 "$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$1" -p "$(pg_port_of "$1")" \
-        -U postgres -d postgres -c "DO \$\$
+    session "$1" -c "DO \$\$
 BEGIN
     FOR r IN 0..$(($4 - 1)) LOOP
         INSERT INTO orders (node, session, pos) SELECT $2, $3, r * 100 + g FROM generate_series(1, 100) g;
@@ -106,10 +159,7 @@ END \$\$;"
 
 # wait_for_orders DIR N: up to 60 s for orders to hold N rows.
 wait_for_orders() {
-    for _ in $(seq 1 600); do
-        [ "$(pg_psql "$1" -d postgres -Atc "SELECT count(*) FROM orders")" = "$2" ] && return 0
-        sleep 0.1
-    done
+    wait_until 60 "$2 rows in orders on $1" sql_is "$1" "SELECT count(*) FROM orders" "$2"
 }
 
 # check_orders DIR N: orders holds N rows, both keys unique, each stamped with the node number

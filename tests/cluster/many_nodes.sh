@@ -10,20 +10,19 @@ source "$(dirname "$0")/lib.sh"
 SESSIONS=2   # per node
 ROUNDS=50    # x 100 rows per session
 for n in 1 2 3; do
-    pg_init "$CLUSTER_ROOT/node$n" $((55450 + n)) "shared_preload_libraries = 'snowflake_id'" \
-        "snowflake.node_id = $n" "gdid.authority = $n" "wal_level = logical"
-    pg_start "$CLUSTER_ROOT/node$n"
-    pg_psql "$CLUSTER_ROOT/node$n" -d postgres -q -c "CREATE EXTENSION snowflake_id" -c "$ORDERS_TABLE" \
+    node=$(instance "node$n" "shared_preload_libraries = 'snowflake_id'" \
+        "snowflake.node_id = $n" "gdid.authority = $n" "wal_level = logical")
+    pg_start "$node"
+    pg_psql "$node" -d postgres -q -c "CREATE EXTENSION snowflake_id" -c "$ORDERS_TABLE" \
         -c "CREATE PUBLICATION pub FOR TABLE orders"
 done
-hub="$CLUSTER_ROOT/hub"
-pg_init "$hub" 55454 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 4"
+hub=$(instance hub "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 4")
 pg_start "$hub"
 pg_psql "$hub" -d postgres -q -c "CREATE EXTENSION snowflake_id" -c "$ORDERS_TABLE"
 for n in 1 2 3; do
     binary=$([ "$n" = 1 ] && echo true || echo false)
     PGOPTIONS='-c client_min_messages=warning' pg_psql "$hub" -d postgres -qc "CREATE SUBSCRIPTION sub$n
-        CONNECTION 'host=$CLUSTER_ROOT/node$n port=$((55450 + n)) user=postgres dbname=postgres'
+        CONNECTION '$(dsn "$CLUSTER_ROOT/node$n")'
         PUBLICATION pub WITH (binary = $binary)"
 done
 

@@ -10,14 +10,11 @@ source "$(dirname "$0")/lib.sh"
 
 ROWS=${SEED_ROWS:-2000000}
 ROUNDS=5
-db="$CLUSTER_ROOT/node"
-port=$(free_port)
-pg_init "$db" "$port" "shared_preload_libraries = 'pg_stat_statements, snowflake_id'" \
+db=$(instance node "shared_preload_libraries = 'pg_stat_statements, snowflake_id'" \
     "snowflake.node_id = 1" "gdid.authority = 1" "snowflake.max_sequences = 1024" \
     "snowflake.max_sequences_per_database = 1024" "pg_stat_statements.track = all" \
-    "max_connections = 40"
+    "max_connections = 40")
 pg_start "$db"
-sql() { pg_psql "$db" -d postgres -Atc "$1"; }
 
 # Two tables of ROWS keys each: one holds only keys of node 2 / authority 2 (a node joining a
 # mesh, a restore onto a new node_id), the other's newest keys are this server's (node 1 /
@@ -51,8 +48,8 @@ SQL
 # first_insert_ms TABLE: one first insert into TABLE, its sequences dropped just before (a
 # drop takes effect at commit): milliseconds.
 first_insert_ms() {
-    sql "SELECT snowflake_drop_sequence('$1'), gdid_drop_sequence('seed', '$1')" >/dev/null
-    sql "SELECT insert_ms('$1')"
+    sql "$db" "SELECT snowflake_drop_sequence('$1'), gdid_drop_sequence('seed', '$1')" >/dev/null
+    sql "$db" "SELECT insert_ms('$1')"
 }
 
 # 1. Cost: first inserts into each table, alternating, ROUNDS times; medians.
@@ -76,16 +73,16 @@ expect "$db" "SELECT count(*) FROM own_node WHERE gdid_authority(g) = 1 AND gdid
 
 # 2. Many sessions meeting a sequence at once: 8 sessions insert into other_node the moment
 # its sequences are dropped. One seeds, the others wait for it: the seed queries run once.
-sql "SELECT snowflake_drop_sequence('other_node'), gdid_drop_sequence('seed', 'other_node'), pg_stat_statements_reset()" >/dev/null
+sql "$db" "SELECT snowflake_drop_sequence('other_node'), gdid_drop_sequence('seed', 'other_node'), pg_stat_statements_reset()" >/dev/null
 pids=()
 for s in $(seq 1 8); do
-    timeout 60 "$PG_BINDIR/psql" -X -qAt -v ON_ERROR_STOP=1 -h "$db" -p "$port" -U postgres -d postgres \
+    session "$db" -At \
         -c "SELECT insert_ms('other_node')" >"$CLUSTER_ROOT/session_$s" &
     pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || fail "a session's first insert failed"; done
 slowest=$(cat "$CLUSTER_ROOT"/session_* | sort -n | tail -n 1)
-probes=$(sql "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE '%FROM ONLY public.other_node%'")
+probes=$(sql "$db" "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE '%FROM ONLY public.other_node%'")
 echo "figures: 8 sessions meeting the sequences at once: slowest first insert $slowest ms; the seed's table probes ran $probes time(s)"
 # One snowflake probe, and for the gdid one era: the top key, then the era's range.
 [ "$probes" = 3 ] || fail "the seed ran $probes probes for 8 sessions (expected one seed: 3)"
@@ -93,51 +90,51 @@ echo "figures: 8 sessions meeting the sequences at once: slowest first insert $s
 # 3. The queries: plain ones with constant bounds (no recursive CTE, which Citus refuses on a
 # distributed table), and only plain tables.
 expect "$db" "SELECT count(*) FROM pg_stat_statements WHERE query ILIKE '%recursive%'" "0"
-sql "SELECT '  ' || calls || 'x ' || regexp_replace(query, '\s+', ' ', 'g') FROM pg_stat_statements WHERE query LIKE '%FROM ONLY%' ORDER BY query"
+sql "$db" "SELECT '  ' || calls || 'x ' || regexp_replace(query, '\s+', ' ', 'g') FROM pg_stat_statements WHERE query LIKE '%FROM ONLY%' ORDER BY query"
 
 # 4. A seed cut short: while another session holds a lock on a second table whose defaults
 # name the same sequences (an archive), a first insert into other_node waits in its seed;
 # statement_timeout ends it, and pg_cancel_backend ends a session queued behind it on the
 # seeding lock. Once the lock is gone, the next attempt seeds and inserts.
-sql "CREATE TABLE archive (LIKE other_node INCLUDING DEFAULTS)" >/dev/null
-sql "SELECT snowflake_drop_sequence('other_node'), gdid_drop_sequence('seed', 'other_node')" >/dev/null
-"$PG_BINDIR/psql" -X -qAt -h "$db" -p "$port" -U postgres -d postgres \
+sql "$db" "CREATE TABLE archive (LIKE other_node INCLUDING DEFAULTS)" >/dev/null
+sql "$db" "SELECT snowflake_drop_sequence('other_node'), gdid_drop_sequence('seed', 'other_node')" >/dev/null
+session "$db" -At \
     -c "BEGIN" -c "LOCK TABLE archive IN ACCESS EXCLUSIVE MODE" -c "SELECT pg_sleep(30)" >/dev/null 2>&1 &
 locker=$!
 wait_until 10 "the lock" sql_is "$db" "SELECT count(*) FROM pg_locks WHERE relation = 'archive'::regclass AND mode = 'AccessExclusiveLock' AND granted" 1
-out=$(timeout 30 "$PG_BINDIR/psql" -X -qAt -h "$db" -p "$port" -U postgres -d postgres \
+out=$(session "$db" -At \
     -c "SET statement_timeout = '500ms'" -c "INSERT INTO other_node DEFAULT VALUES" 2>&1 || true)
 grep -q "canceling statement due to statement timeout" <<<"$out" || fail "statement_timeout did not end the seed: $out"
 echo "ok: statement_timeout ended a seed waiting for the table"
 # A first user waiting for the seeding lock of a seed that waits for the table: cancelled.
-timeout 30 "$PG_BINDIR/psql" -X -qAt -h "$db" -p "$port" -U postgres -d postgres \
+session "$db" -At \
     -c "INSERT INTO other_node DEFAULT VALUES" >/dev/null 2>&1 &
 seeder=$!
 wait_until 10 "the seeder" sql_is "$db" "SELECT count(*) FROM pg_stat_activity WHERE query = 'INSERT INTO other_node DEFAULT VALUES' AND wait_event_type = 'Lock'" 1
-timeout 30 "$PG_BINDIR/psql" -X -qAt -h "$db" -p "$port" -U postgres -d postgres \
+session "$db" -At \
     -c "INSERT INTO other_node DEFAULT VALUES" >"$CLUSTER_ROOT/queued" 2>&1 &
 queued=$!
 wait_until 10 "the queued session" sql_is "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21318 AND NOT granted" 1
-sql "SELECT pg_cancel_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21318 AND NOT granted" >/dev/null
+sql "$db" "SELECT pg_cancel_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21318 AND NOT granted" >/dev/null
 wait "$queued" || true
 grep -q "canceling statement due to user request" "$CLUSTER_ROOT/queued" || fail "the queued session was not cancelled: $(cat "$CLUSTER_ROOT/queued")"
 echo "ok: pg_cancel_backend ended a session waiting for another's seed"
-sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(30)%'" >/dev/null
+sql "$db" "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(30)%'" >/dev/null
 wait "$locker" || true
 wait "$seeder" || fail "the seed did not finish once the table was free"
-sql "INSERT INTO other_node DEFAULT VALUES" >/dev/null
+sql "$db" "INSERT INTO other_node DEFAULT VALUES" >/dev/null
 expect "$db" "SELECT count(*) - count(DISTINCT id) + count(*) - count(DISTINCT g) FROM other_node" "0"
 echo "ok: the seeds went on once the lock was gone"
 
 # 5. Another session's temporary table with the defaults (CREATE TEMP TABLE ... LIKE ...
 # INCLUDING DEFAULTS) is not this session's to read: it is skipped.
-sql "SELECT snowflake_drop_sequence('own_node'), gdid_drop_sequence('seed', 'own_node')" >/dev/null
-"$PG_BINDIR/psql" -X -qAt -h "$db" -p "$port" -U postgres -d postgres \
+sql "$db" "SELECT snowflake_drop_sequence('own_node'), gdid_drop_sequence('seed', 'own_node')" >/dev/null
+session "$db" -At \
     -c "CREATE TEMP TABLE stage (LIKE own_node INCLUDING DEFAULTS)" -c "SELECT pg_sleep(30)" >/dev/null 2>&1 &
 stager=$!
 wait_until 10 "the temporary table" sql_is "$db" "SELECT count(*) FROM pg_class WHERE relname = 'stage' AND relpersistence = 't'" 1
-sql "INSERT INTO own_node DEFAULT VALUES" >/dev/null || fail "another session's temporary table stopped the first insert"
+sql "$db" "INSERT INTO own_node DEFAULT VALUES" >/dev/null || fail "another session's temporary table stopped the first insert"
 echo "ok: another session's temporary table is skipped"
-sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(30)%'" >/dev/null
+sql "$db" "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(30)%'" >/dev/null
 wait "$stager" || true
 echo "seeding: ok"

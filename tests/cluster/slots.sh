@@ -11,10 +11,8 @@ source "$(dirname "$0")/lib.sh"
 
 ROWS=${SLOTS_ROWS:-3000}
 DROPS=${SLOTS_DROPS:-600}
-db="$CLUSTER_ROOT/node"
-port=$(free_port)
-pg_init "$db" "$port" "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 2" \
-    "gdid.authority = 2" "snowflake.max_sequences = 16" "snowflake.max_sequences_per_database = 16"
+db=$(instance node "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 2" \
+    "gdid.authority = 2" "snowflake.max_sequences = 16" "snowflake.max_sequences_per_database = 16")
 pg_start "$db"
 pg_psql "$db" -d postgres -q <<'SQL'
 CREATE EXTENSION snowflake_id;
@@ -28,12 +26,9 @@ BEGIN
 END $$;
 SQL
 
-psql_bg() {
-    timeout 300 "$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$db" -p "$port" -U postgres -d postgres "$@"
-}
 pids=()
 for s in 1 2 3 4; do
-    psql_bg -c "DO \$\$
+    session "$db" -c "DO \$\$
 BEGIN
     FOR i IN 1..$ROWS LOOP
         EXECUTE format('INSERT INTO t%s (session, pos) VALUES ($s, %s)', (i + $s) % 4 + 1, i);
@@ -42,7 +37,7 @@ BEGIN
 END \$\$" >"$CLUSTER_ROOT/session_$s.log" 2>&1 &
     pids+=($!)
 done
-psql_bg -c "DO \$\$
+session "$db" -c "DO \$\$
 BEGIN
     FOR i IN 1..$DROPS LOOP
         PERFORM snowflake_drop_sequence('s' || i % 4 + 1), gdid_drop_sequence('slots', 's' || i % 4 + 1);

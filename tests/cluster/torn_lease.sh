@@ -10,12 +10,11 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-primary="$CLUSTER_ROOT/primary"
 # A run-ahead bound far above what the batches below can reach in their two seconds: at the
 # default 10 s a fast machine can hold 'orders' at the bound, and the promoted standby's first
 # call then waits for the clock (53400) instead of generating, as the README says it may.
-pg_init "$primary" 55501 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 31" \
-    "gdid.authority = 7" "snowflake.max_clock_ahead = '60s'"
+primary=$(instance primary "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 31" \
+    "gdid.authority = 7" "snowflake.max_clock_ahead = '60s'")
 pg_start "$primary"
 pg_psql "$primary" -d postgres -qc "CREATE EXTENSION snowflake_id" \
     -c "SELECT gdid_next('shop', 'quiet'), gdid_next('shop', 'busy'), snowflake_next('orders')" >/dev/null
@@ -39,21 +38,6 @@ else:
 PY
 }
 
-# clone DIR PORT: a streaming standby of the primary, from pg_basebackup.
-clone() {
-    local dir=$1 port=$2
-    mkdir -p "$dir"
-    chown postgres: "$dir"
-    chmod 700 "$dir"
-    as_postgres "$PG_BINDIR/pg_basebackup" -h "$primary" -p 55501 -U postgres -D "$dir/data" -R \
-        -X stream --checkpoint=fast --max-rate=4M || fail "pg_basebackup failed"
-    {
-        echo "port = $port"
-        echo "unix_socket_directories = '$dir'"
-    } >>"$dir/data/postgresql.conf"
-    echo "port = $port" >"$dir/postgresql.conf"
-}
-
 # 1. 'busy' generates, extending its lease, while the backup runs.
 out="$CLUSTER_ROOT/out"
 mkdir -p "$out"
@@ -62,10 +46,13 @@ stream "$primary" "$out/busy" 100000 "SELECT max(g) FROM gdid_next_block('shop',
 gen=$!
 stream "$primary" "$out/orders" 100000 "SELECT max(id) FROM snowflake_next_batch('orders', 20000) id;" &
 gen2=$!
-sleep 1
-standby="$CLUSTER_ROOT/standby"
-clone "$standby" 55502
-sleep 1
+wait_until 30 "generation to start" lines_at_least 2 "$out/busy" "$out/orders"
+standby=$(standby_of "$primary" standby --max-rate=4M)
+# A lease extension of 'busy' after the backup too, so that the WAL the standby replays
+# holds one.
+extensions=$(sql "$primary" "SELECT lease_extensions FROM gdid_sequences WHERE sequence = 'busy'")
+wait_until 30 "a lease extension after the backup" \
+    sql_is "$primary" "SELECT lease_extensions > $extensions FROM gdid_sequences WHERE sequence = 'busy'" t
 pkill -f "gdid_next_block\\('shop', 'busy'" 2>/dev/null || true
 kill "$gen" "$gen2" 2>/dev/null || true
 wait "$gen" "$gen2" 2>/dev/null || true
@@ -78,12 +65,9 @@ pg_start "$standby"
 grep -q 'WAL replay is expected to supply it' "$standby/server.log" || fail "no warning about the damaged record"
 grep 'WARNING:  lease file' "$standby/server.log" | head -n 1
 # Caught up with everything the primary handed out, then the primary goes away.
-lsn=$(pg_psql "$primary" -d postgres -Atc "SELECT pg_current_wal_lsn()")
-for _ in $(seq 1 200); do
-    [ "$(pg_psql "$standby" -d postgres -Atc "SELECT pg_last_wal_replay_lsn() >= '$lsn'")" = t ] && break
-    sleep 0.1
-done
-expect "$standby" "SELECT pg_last_wal_replay_lsn() >= '$lsn'" "t"
+lsn=$(sql "$primary" "SELECT pg_current_wal_lsn()")
+wait_until 20 "the standby to replay the primary's WAL" \
+    sql_is "$standby" "SELECT pg_last_wal_replay_lsn() >= '$lsn'" t
 pg_stop "$primary"
 as_postgres "$PG_BINDIR/pg_ctl" -D "$standby/data" -w -t 60 promote >/dev/null || fail "promotion failed"
 grep -q 'FATAL:  the lease file' "$standby/server.log" && fail "$(grep 'FATAL:  the lease' "$standby/server.log")"
@@ -96,23 +80,13 @@ echo "figures: $(wc -l <"$out/busy") blocks of 'busy' during the backup, last $b
 
 # 2. 'quiet' did not generate during the backup: no WAL record can repair its damaged copy.
 pg_start "$primary"
-standby2="$CLUSTER_ROOT/standby2"
-clone "$standby2" 55503
+standby2=$(standby_of "$primary" standby2 --max-rate=4M)
 tear "$standby2/data" shop/quiet
 pg_start "$standby2"
 pg_stop "$primary"
 as_postgres "$PG_BINDIR/pg_ctl" -D "$standby2/data" -w -t 60 promote >/dev/null 2>&1 || true
-for _ in $(seq 1 100); do
-    grep -q 'FATAL:  the lease file held damaged records that WAL replay did not supply' \
-        "$standby2/server.log" && break
-    sleep 0.1
-done
-grep -q 'FATAL:  the lease file held damaged records that WAL replay did not supply' \
-    "$standby2/server.log" || { tail -n 20 "$standby2/server.log"; fail "promotion went on without the lease of shop/quiet"; }
+wait_until 10 "the promotion to stop on the unsupplied record" \
+    grep -q 'FATAL:  the lease file held damaged records that WAL replay did not supply' "$standby2/server.log"
 grep 'FATAL:  the lease file held' "$standby2/server.log" | head -n 1
-for _ in $(seq 1 100); do
-    [ -f "$standby2/data/postmaster.pid" ] || break
-    sleep 0.1
-done
-[ -f "$standby2/data/postmaster.pid" ] && fail "the server runs on without the lease"
+wait_until 10 "the server to stop without the lease" test ! -f "$standby2/data/postmaster.pid"
 echo "torn_lease: ok"

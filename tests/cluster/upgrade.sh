@@ -15,9 +15,8 @@ source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/../.."
 
 current=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml)
-db="$CLUSTER_ROOT/node"
-pg_init "$db" 55531 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 9" \
-    "gdid.authority = 9"
+db=$(instance node "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 9" \
+    "gdid.authority = 9")
 pg_start "$db"
 objects() {
     pg_psql "$db" -d "$1" -q -f tests/cluster/extension_objects.sql
