@@ -21,7 +21,7 @@ bench-insert:    ## INSERT ... DEFAULT with each key: pgbench (2 and 8 clients, 
 bench-gdid:      ## gdid against uuid, bigint, bytea on 10M rows: sort, index build, size
 	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/gdid.sh
 
-bench-detection: ## what noticing shared node numbers costs: the domain check and gdid input, apply and local
+bench-detection: ## what noticing shared node numbers costs: the trigger on the apply path and on local inserts
 	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/detection.sh
 
 fuzz:            ## the gdid parsers under mutated input for FUZZ_SECONDS (default 600)

@@ -107,3 +107,28 @@ BEGIN
     RETURN name;
 END
 $convert$;
+
+-- Detection counts only values that are new: those a replicated INSERT brings into a column
+-- whose DEFAULT generates them, seen by a trigger (0.2.0 counted every value of the type an
+-- apply worker read, updates, deletes and foreign keys included). The domain's check is
+-- VALUE >= 0 again; the library keeps the symbol of snowflake_observe for databases not yet
+-- updated.
+ALTER DOMAIN snowflake DROP CONSTRAINT snowflake_not_negative;
+ALTER DOMAIN snowflake ADD CONSTRAINT snowflake_not_negative CHECK (VALUE >= 0) NOT VALID;
+DROP FUNCTION snowflake_observe(bigint);
+
+CREATE FUNCTION snowflake_arrival_trigger() RETURNS trigger
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_arrival_trigger';
+COMMENT ON FUNCTION snowflake_arrival_trigger() IS
+    'Trigger of tables with a generating column: counts the node numbers and authorities that logical replication inserts';
+
+CREATE FUNCTION snowflake_watch_tables() RETURNS integer
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_watch_tables';
+REVOKE EXECUTE ON FUNCTION snowflake_watch_tables() FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_watch_tables() IS
+    'Gives every table with a generating column the trigger that detection of a shared node number needs; returns how many got one';
+
+-- The tables that already have a generating column.
+SELECT snowflake_watch_tables();

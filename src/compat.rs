@@ -58,3 +58,15 @@ same_as! {
     gdid_advance_wrapper => g::gdid_advance;
     gdid_sequences_rows_wrapper => g::gdid_sequences_rows;
 }
+
+/// Functions of released versions that the current one no longer declares.
+#[allow(dead_code)]
+mod released {
+    crate::sqlfn::sql_functions! {
+        /// The check of the `snowflake` domain in 0.2.0, `VALUE >= 0` (0.2.0 also counted
+        /// replicated node numbers here; the update to 0.3.0 replaces the check).
+        fn snowflake_observe(id: bigint) -> boolean [volatile parallel_safe] |_| {
+            id >= 0
+        }
+    }
+}

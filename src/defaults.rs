@@ -169,6 +169,60 @@ pub fn calling(
     columns
 }
 
+/// The columns of table `table` whose values are new where a row is inserted: those whose
+/// DEFAULT, or the DEFAULT of a partitioned ancestor's column of the same name, calls one of
+/// the extension's generators (with any arguments), and whose type is the generator's
+/// (`bigint` or a domain over it for `snowflake_next`, `gdid` for `gdid_next`). By attribute
+/// number, with what each holds. Also the table's partition ancestors, whose defaults count.
+pub fn generating(conn: &mut Connection, table: Oid) -> (Vec<(i16, Holds)>, Vec<Oid>) {
+    let t = table.to_u32();
+    let query = CString::new(format!(
+        "SELECT DISTINCT a.attnum::pg_catalog.int8,
+                (CASE p.proname WHEN 'gdid_next' THEN 2 ELSE 1 END)::pg_catalog.int8
+           FROM pg_catalog.pg_attribute a
+           JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+           JOIN pg_catalog.pg_attribute da ON da.attname = a.attname AND NOT da.attisdropped
+                AND da.attrelid IN (SELECT {t}::pg_catalog.oid UNION ALL
+                                    SELECT relid FROM pg_catalog.pg_partition_ancestors({t}::pg_catalog.oid))
+           JOIN pg_catalog.pg_attrdef d ON d.adrelid = da.attrelid AND d.adnum = da.attnum
+           JOIN pg_catalog.pg_depend u ON u.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+                AND u.objid = d.oid AND u.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+           JOIN pg_catalog.pg_proc p ON p.oid = u.refobjid AND p.proname IN ('snowflake_next', 'gdid_next')
+           JOIN pg_catalog.pg_depend x ON x.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                AND x.objid = p.oid AND x.deptype = 'e'
+           JOIN pg_catalog.pg_extension e ON e.oid = x.refobjid AND e.extname = 'snowflake_id'
+           JOIN pg_catalog.pg_type r ON r.oid = p.prorettype
+          WHERE a.attrelid = {t}::pg_catalog.oid AND a.attnum > 0 AND NOT a.attisdropped
+            AND CASE t.typtype WHEN 'd' THEN t.typbasetype ELSE t.oid END
+              = CASE r.typtype WHEN 'd' THEN r.typbasetype ELSE r.oid END
+          ORDER BY 1"
+    ))
+    .expect("no NUL in the query");
+    let columns = {
+        let rows = conn.select(&query, 0);
+        (0..rows.len())
+            .filter_map(|r| {
+                let attnum = i16::try_from(rows.i64(r, 1)?).ok()?;
+                let holds = match rows.i64(r, 2)? {
+                    2 => Holds::Gdids,
+                    _ => Holds::Integers,
+                };
+                Some((attnum, holds))
+            })
+            .collect()
+    };
+    let query = CString::new(format!(
+        "SELECT relid::pg_catalog.oid FROM pg_catalog.pg_partition_ancestors({t}::pg_catalog.oid)
+          WHERE relid <> {t}::pg_catalog.oid"
+    ))
+    .expect("no NUL in the query");
+    let ancestors = {
+        let rows = conn.select(&query, 0);
+        (0..rows.len()).filter_map(|r| rows.oid(r, 1)).collect()
+    };
+    (columns, ancestors)
+}
+
 /// The leaf partitions of partitioned table `rel` that are plain tables, with their column
 /// named `attname` (a partition's columns have its parent's names, not its numbers).
 fn leaf_partitions(

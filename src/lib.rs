@@ -72,6 +72,7 @@ pub extern "C" fn _PG_init() {
             durable::recovery::register(kinds::KINDS);
             dropping::install_hook();
             utility::install_hook();
+            detection::watch::install_hook();
         })
     }
 }

@@ -1,5 +1,5 @@
 //! Shared memory: the slot table and its epochs (see `epochs`), the lease lock, and the
-//! sightings of logical replication (see `observe`). The table's size comes from
+//! sightings of logical replication (see `detection`). The table's size comes from
 //! `snowflake.max_sequences` and the epochs' from the number of backends, so they are requested
 //! and attached with PostgreSQL's hooks directly (`pg_shmem_init!` only sizes Rust types known
 //! at compile time).

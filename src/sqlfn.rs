@@ -238,7 +238,7 @@ pub mod types {
         timestamptz = "timestamptz", interval = "interval", text_array = "text[]",
         void = "void", snowflake = "snowflake", gdid = "gdid", gdid_datum = "gdid",
         gdid_or_null = "gdid",
-        record = "record",
+        record = "record", trigger = "trigger",
     }
 
     impl Arg<'_> for bigint {
@@ -407,6 +407,14 @@ pub mod types {
         type Rust = GdidDatum;
         fn datum(r: GdidDatum, _: Call<'_>) -> Datum {
             r.datum
+        }
+    }
+    /// What a trigger function returns to the trigger manager (a tuple, or NULL), made by
+    /// the body from the call's TriggerData.
+    impl Ret for trigger {
+        type Rust = Datum;
+        fn datum(r: Datum, _: Call<'_>) -> Datum {
+            r
         }
     }
     /// The result of a set-returning function, made by the body (see `fmgr`).

@@ -6,6 +6,9 @@
 //! the configuration files are read back as the next start will read them, and a WARNING
 //! names the other setting if the pair does not fit.
 //!
+//! After each statement, the tables it changed get (or lose) the trigger that detection of a
+//! shared node number needs (`detection::watch`).
+//!
 //! Every statement passes through here, so the statement itself runs inside
 //! [`errors::guarded`]: its errors reach the user exactly as PostgreSQL raised them.
 
@@ -15,8 +18,8 @@ use pgrx::pg_guard;
 use pgrx::pg_sys;
 
 use crate::errors::{self, error, Code};
-use crate::plain_decimal;
 use crate::snowflake::layout::DEFAULT_NODE_BITS;
+use crate::{detection, plain_decimal};
 
 static mut PREV_PROCESS_UTILITY_HOOK: pg_sys::ProcessUtility_hook_type = None;
 
@@ -47,6 +50,9 @@ unsafe extern "C-unwind" fn process_utility(
     // inside the guard (neither call is wrapped by pgrx, and the closure owns nothing).
     unsafe {
         errors::boundary(|| {
+            if context == pg_sys::ProcessUtilityContext::PROCESS_UTILITY_TOPLEVEL {
+                detection::watch::before_statement();
+            }
             errors::guarded(|| match PREV_PROCESS_UTILITY_HOOK {
                 Some(prev) => prev(
                     pstmt,
@@ -69,6 +75,7 @@ unsafe extern "C-unwind" fn process_utility(
                     qc,
                 ),
             });
+            detection::watch::after_statement();
             if let Some(name) = altered_setting(pstmt) {
                 if name == "snowflake.node_id" || name == "snowflake.node_bits" {
                     warn_if_pair_cannot_start(&name);

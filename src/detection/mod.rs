@@ -1,18 +1,18 @@
 //! Noticing two servers with the same node number or authority where their values meet: in
 //! the logical replication apply workers of this server.
 //!
-//! An apply worker turns every replicated value into a Datum with the type's input or receive
-//! function: `gdid_in` and `gdid_recv` for gdids, and for the `snowflake` domain the domain's
-//! checks, one of which is `snowflake_observe` (api.sql). Both call into this module, which
-//! does nothing outside a replication apply session (one load of a global), and in one counts
-//! the value's node number or authority per replication origin, adding to the shared
-//! [`Sightings`] at most every [`FLUSH_MS`]. When a count shows a conflict, the worker writes
-//! a WARNING (again every ten minutes while it lasts) and, for this server's own number, sets
-//! the flag that `snowflake.refuse_shared_node` acts on.
+//! A value is new where a row is inserted into a column whose DEFAULT generates it: the
+//! server that inserted the row made it. Such rows arriving through logical replication fire
+//! `snowflake_arrival_trigger()` (`arrivals`; `watch` gives every such table the trigger),
+//! which counts each value's node number or authority per replication origin, adding to the
+//! shared [`Sightings`] at most every [`FLUSH_MS`]. When a count shows a conflict, the worker
+//! writes a WARNING (again every ten minutes while it lasts) and, for this server's own
+//! number, sets the flag that `snowflake.refuse_shared_node` acts on.
 //!
-//! Columns of type `bigint` that hold snowflake IDs are not seen: only the domain has the
-//! check. The initial copy of a subscription (its table synchronisation origins) is not
-//! counted, since a copy of old rows says nothing about who generates now.
+//! Updates, deletes and keys in other columns (foreign keys) are not counted: a server
+//! updating a row another server made is normal in every mesh. The initial copy of a
+//! subscription (its table synchronisation origins) is not counted either, since a copy of
+//! old rows says nothing about who generates now.
 
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, CStr};
@@ -20,12 +20,16 @@ use std::ffi::{c_char, CStr};
 use pgrx::pg_sys;
 
 use crate::errors::{error, Code};
-use crate::gdid::value::Gdid;
+pub mod arrivals;
 pub mod sightings;
+pub mod watch;
 
 use crate::wallclock;
 use crate::{guc, shmem};
 use sightings::{Conflict, Key, Own, What, FLUSH_MS, THIS_SERVER};
+
+/// How many runs a worker keeps counting at once before adding the oldest to the table.
+const MAX_PENDING: usize = 8;
 
 /// The values of the current run of one (what, value, origin), not yet in the shared table.
 struct Pending {
@@ -34,10 +38,10 @@ struct Pending {
     since_ms: i64,
 }
 
-/// Process-local state of an apply worker: its current run, and whether its origin (one per
+/// Process-local state of an apply worker: its current runs, and whether its origin (one per
 /// worker) is counted at all.
 struct Worker {
-    pending: Option<Pending>,
+    pending: Vec<Pending>,
     origin: Option<(u16, bool)>,
 }
 
@@ -48,7 +52,7 @@ struct ThisProcess(UnsafeCell<Worker>);
 unsafe impl Sync for ThisProcess {}
 
 static WORKER: ThisProcess = ThisProcess(UnsafeCell::new(Worker {
-    pending: None,
+    pending: Vec::new(),
     origin: None,
 }));
 
@@ -59,57 +63,50 @@ fn session_origin() -> u16 {
     unsafe { pg_sys::replorigin_session_origin }
 }
 
-/// A snowflake ID arriving.
-#[inline]
-pub fn snowflake_id(id: i64) {
+/// The replication origin of this session if its inserts are counted: an apply worker's (a
+/// subscription's), not a table synchronisation's.
+pub(crate) fn counted_origin() -> Option<u16> {
     let origin = session_origin();
     if origin == 0 || origin == u16::MAX {
-        return;
+        return None;
     }
-    let Some(server) = guc::server() else { return };
-    if let Ok(parts) = server.layout.decode(id as u64) {
-        count(What::Node, parts.node as u16, origin);
+    // SAFETY: WORKER is only touched by this process's one thread, never reentrantly.
+    let worker = unsafe { &mut *WORKER.0.get() };
+    match worker.origin {
+        Some((o, counted)) if o == origin => counted.then_some(origin),
+        _ => {
+            let counted = !is_table_sync(origin);
+            // SAFETY: as above; is_table_sync has returned.
+            let worker = unsafe { &mut *WORKER.0.get() };
+            worker.origin = Some((origin, counted));
+            counted.then_some(origin)
+        }
     }
 }
 
-/// A gdid arriving.
-#[inline]
-pub fn gdid(g: Gdid) {
-    let origin = session_origin();
-    if origin == 0 || origin == u16::MAX {
-        return;
-    }
-    count(What::Authority, u16::from(g.authority()), origin);
-}
-
+/// One value with `what` = `value` arrived through `origin` (a counted one).
 fn count(what: What, value: u16, origin: u16) {
     // SAFETY: WORKER is only touched by this process's one thread, here, never reentrantly
     // (nothing below calls back into count).
     let worker = unsafe { &mut *WORKER.0.get() };
-    let counted = match worker.origin {
-        Some((o, counted)) if o == origin => counted,
-        _ => {
-            let counted = !is_table_sync(origin);
-            worker.origin = Some((origin, counted));
-            counted
-        }
-    };
-    if !counted {
-        return;
-    }
     let key = Key {
         what,
         value,
         origin,
     };
     let now = wallclock::coarse_unix_ms();
-    if let Some(p) = &mut worker.pending {
-        if p.key == key && now - p.since_ms < FLUSH_MS {
+    // A row carries a node number and an authority, each a run of its own: one pending run
+    // per key, so that values of alternating keys do not flush at every value.
+    if let Some(i) = worker.pending.iter().position(|p| p.key == key) {
+        let p = &mut worker.pending[i];
+        if now - p.since_ms < FLUSH_MS {
             p.rows += 1;
             return;
         }
-    }
-    if let Some(p) = worker.pending.take() {
+        let p = worker.pending.swap_remove(i);
+        flush(&p, now);
+    } else if worker.pending.len() == MAX_PENDING {
+        let p = worker.pending.swap_remove(0);
         flush(&p, now);
     }
     // The first value of a run goes to the table at once, so a conflict shows within a run.
@@ -119,7 +116,7 @@ fn count(what: What, value: u16, origin: u16) {
         since_ms: now,
     };
     flush(&p, now);
-    worker.pending = Some(Pending { rows: 0, ..p });
+    worker.pending.push(Pending { rows: 0, ..p });
 }
 
 #[cold]

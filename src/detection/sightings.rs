@@ -4,7 +4,7 @@
 //! number or an authority.
 //!
 //! PURE: no pgrx here. The table lives in shared memory; apply workers add to it (see
-//! `observe`), the `snowflake_node_conflicts` view reads it.
+//! `detection::arrivals`), the `snowflake_node_conflicts` view reads it.
 //!
 //! Two origins deliver values of one node number in a healthy setup only one after the
 //! other: a standby promoted in place of a dead primary continues its node, and the

@@ -159,10 +159,7 @@ fn parse(text: &[u8]) -> Result<Gdid, ParseError> {
 fn input(call: Call<'_>, text: &CStr) -> Option<Gdid> {
     let text = text.to_bytes();
     let e = match parse(text) {
-        Ok(g) => {
-            detection::gdid(g);
-            return Some(g);
-        }
+        Ok(g) => return Some(g),
         Err(ParseError::Malformed) => error(
             Code::ERRCODE_INVALID_TEXT_REPRESENTATION,
             format!("invalid input syntax for type gdid: \"{}\"", DbText(text)),
@@ -207,9 +204,7 @@ fn receive(buf: *mut pg_sys::StringInfoData) -> Gdid {
             .read_unaligned()
     };
     buf.cursor += SIZE as i32;
-    let g = Gdid::from_bytes(&bytes);
-    detection::gdid(g);
-    g
+    Gdid::from_bytes(&bytes)
 }
 
 fn decoded(form: &str, r: Result<Gdid, DecodeError>) -> Gdid {

@@ -6,21 +6,11 @@
 -- server's own layout read settings fixed at server start, so they are STABLE (an index on
 -- them would silently break if the layout changed); decoders of a named preset are IMMUTABLE.
 
--- The domain's check is a function rather than VALUE >= 0 so that this server sees the node
--- numbers logical replication brings (an apply worker checks every value it writes to a
--- snowflake column): it is how two servers with one snowflake.node_id are noticed
--- (snowflake_node_conflicts). Outside an apply worker it costs what VALUE >= 0 cost, one
--- function call. NOT VALID because 0.1.0 had VALUE >= 0 and an update must not scan every
--- table for an equivalent check; a fresh install matches the updated one.
-CREATE FUNCTION snowflake_observe(id bigint) RETURNS boolean
-    VOLATILE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_observe';
-COMMENT ON FUNCTION snowflake_observe(bigint) IS
-    'The snowflake domain''s check: true for a non-negative ID; counts the node of IDs that logical replication applies';
-
+-- NOT VALID only because an update from 0.2.0, whose check also counted replicated node
+-- numbers, must not scan every table again for an equivalent check; a fresh install matches
+-- the updated one.
 CREATE DOMAIN snowflake AS bigint;
-ALTER DOMAIN snowflake ADD CONSTRAINT snowflake_not_negative
-    CHECK (@extschema@.snowflake_observe(VALUE)) NOT VALID;
+ALTER DOMAIN snowflake ADD CONSTRAINT snowflake_not_negative CHECK (VALUE >= 0) NOT VALID;
 COMMENT ON DOMAIN snowflake IS
     'A 64-bit time-ordered ID: sign bit 0, milliseconds since snowflake.epoch, node, counter';
 
@@ -251,6 +241,25 @@ CREATE FUNCTION snowflake_node_conflicts_rows(
     RETURNS SETOF record
     VOLATILE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_node_conflicts_rows';
+
+-- Counts the values a replicated INSERT brings into a column whose DEFAULT generates them.
+-- Every table with such a column has it as an internal trigger, AFTER INSERT FOR EACH ROW,
+-- ENABLE REPLICA (src/detection/watch.rs).
+CREATE FUNCTION snowflake_arrival_trigger() RETURNS trigger
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_arrival_trigger';
+COMMENT ON FUNCTION snowflake_arrival_trigger() IS
+    'Trigger of tables with a generating column: counts the node numbers and authorities that logical replication inserts';
+
+-- Tables get the trigger when they get a generating column; this gives it to tables that
+-- have one without it (after an update from 0.2.0, or tables made while the library was not
+-- preloaded). It locks each table briefly against writes, so it is not for everyone.
+CREATE FUNCTION snowflake_watch_tables() RETURNS integer
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_watch_tables';
+REVOKE EXECUTE ON FUNCTION snowflake_watch_tables() FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_watch_tables() IS
+    'Gives every table with a generating column the trigger that detection of a shared node number needs; returns how many got one';
 
 CREATE VIEW snowflake_node_conflicts AS
     SELECT kind, node_or_authority, origins, first_seen, last_seen, rows_seen

@@ -82,11 +82,15 @@ sql_functions! {
         dropping::drop_sequence(&registry, SequenceName::Snowflake(seq))
     }
 
-    /// The check of the snowflake domain, `VALUE >= 0`; in a logical replication apply worker
-    /// it also counts the ID's node (see `observe`).
-    fn snowflake_observe(id: bigint) -> boolean [volatile parallel_safe] |_| {
-        detection::snowflake_id(id);
-        id >= 0
+    /// The trigger that counts the node numbers and authorities of values logical
+    /// replication inserts into generating columns (see `detection`).
+    fn snowflake_arrival_trigger() -> trigger [volatile parallel_unsafe] |call| {
+        detection::arrivals::fired(call)
+    }
+
+    /// Gives every table with a generating column the trigger above; how many got one.
+    fn snowflake_watch_tables() -> integer [volatile parallel_unsafe] |_| {
+        detection::watch::watch_all()
     }
 
     /// Rows of the snowflake_node_conflicts view: what logical replication has shown this

@@ -5,61 +5,54 @@
 # under different sequence names, so no key has collided yet), two with one gdid.authority,
 # and one whose node number is the hub's own: a WARNING in the hub's log and a row of
 # snowflake_node_conflicts each. snowflake.refuse_shared_node then stops the hub's own
-# generation. A cascade and a failover to a promoted standby (old primary gone, a new
-# subscription) stay silent.
+# generation. Two servers with one node number that replicate into each other (16+) both
+# report it and refuse. A cascade, an initial copy and a failover to a promoted standby (old
+# primary gone, a new subscription) stay silent. Every subscriber's copy of a table has the
+# publisher's defaults, as a replica's schema does: values are counted where they are new.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 TABLE="(id snowflake PRIMARY KEY DEFAULT snowflake_next('%s'), g gdid NOT NULL UNIQUE DEFAULT gdid_next('shop', '%s'), at timestamptz DEFAULT clock_timestamp())"
-port=55570
-# node NAME NODE_ID AUTHORITY: a server whose table t_NAME is published as pub_NAME.
+# node NAME NODE_ID AUTHORITY [settings...]: a server whose table t_NAME is published as
+# pub_NAME; its directory is $CLUSTER_ROOT/NAME.
 node() {
-    port=$((port + 1))
-    pg_init "$CLUSTER_ROOT/$1" $port "shared_preload_libraries = 'snowflake_id'" \
-        "snowflake.node_id = $2" "gdid.authority = $3" "wal_level = logical" \
-        "wal_sender_timeout = '5s'" "wal_receiver_timeout = '5s'"
-    pg_start "$CLUSTER_ROOT/$1"
+    local name=$1 node=$2 authority=$3
+    shift 3
+    instance "$name" "shared_preload_libraries = 'snowflake_id'" \
+        "snowflake.node_id = $node" "gdid.authority = $authority" "wal_level = logical" \
+        "wal_sender_timeout = '5s'" "wal_receiver_timeout = '5s'" "$@" >/dev/null
+    pg_start "$CLUSTER_ROOT/$name"
     # shellcheck disable=SC2059
-    pg_psql "$CLUSTER_ROOT/$1" -d postgres -q -c "CREATE EXTENSION snowflake_id" \
-        -c "CREATE TABLE t_$1 $(printf "$TABLE" "$1" "$1")" -c "CREATE PUBLICATION pub_$1 FOR TABLE t_$1"
+    pg_psql "$CLUSTER_ROOT/$name" -d postgres -q -c "CREATE EXTENSION snowflake_id" \
+        -c "CREATE TABLE t_$name $(printf "$TABLE" "$name" "$name")" -c "CREATE PUBLICATION pub_$name FOR TABLE t_$name"
 }
-# subscribe SUBSCRIBER PUBLISHER [binary]: the subscriber gets t_PUBLISHER (no initial copy),
-# in text or binary format.
+# subscribe SUBSCRIBER PUBLISHER [binary [origin]]: the subscriber gets t_PUBLISHER (no
+# initial copy), in text or binary format; its copy of the table has the same defaults.
 subscribe() {
-    local pport
-    pport=$(pg_port_of "$CLUSTER_ROOT/$2")
+    local origin=""
+    [ -n "${4:-}" ] && origin=", origin = $4"
     # shellcheck disable=SC2059
     pg_psql "$CLUSTER_ROOT/$1" -d postgres -q -c "CREATE TABLE IF NOT EXISTS t_$2 $(printf "$TABLE" "$2" "$2")"
     PGOPTIONS='-c client_min_messages=warning' pg_psql "$CLUSTER_ROOT/$1" -d postgres -qc \
-        "CREATE SUBSCRIPTION sub_$2 CONNECTION 'host=$CLUSTER_ROOT/$2 port=$pport user=postgres dbname=postgres' PUBLICATION pub_$2 WITH (copy_data = false, binary = ${3:-false})"
+        "CREATE SUBSCRIPTION sub_$2 CONNECTION '$(dsn "$CLUSTER_ROOT/$2")' PUBLICATION pub_$2 WITH (copy_data = false, binary = ${3:-false}$origin)"
 }
 # generate NAME SECONDS [TABLE]: inserts into t_NAME (or t_TABLE) with the defaults, 20 rows
 # every 50 ms.
 generate() {
-    timeout 60 "$PG_BINDIR/psql" -X -q -h "$CLUSTER_ROOT/$1" -p "$(pg_port_of "$CLUSTER_ROOT/$1")" -U postgres \
-        -d postgres -c "DO \$\$ DECLARE stop timestamptz := clock_timestamp() + interval '$2 s'; BEGIN
+    session "$CLUSTER_ROOT/$1" -c "DO \$\$ DECLARE stop timestamptz := clock_timestamp() + interval '$2 s'; BEGIN
             WHILE clock_timestamp() < stop LOOP
                 INSERT INTO t_${3:-$1} SELECT FROM generate_series(1, 20); COMMIT; PERFORM pg_sleep(0.05);
             END LOOP; END \$\$"
 }
+# arrived AT NAME: whether rows of t_NAME have reached server AT; for wait_until.
+arrived() { sql_is "$CLUSTER_ROOT/$1" "SELECT count(*) > 0 FROM t_$2" t; }
 conflicts() { pg_psql "$CLUSTER_ROOT/$1" -d postgres -Atc "SELECT count(*) FROM snowflake_node_conflicts"; }
-# wait_for NAME SQL: up to 20 s for SQL to return t on NAME; prints the seconds it took.
-wait_for() {
-    local start=$SECONDS
-    for _ in $(seq 1 200); do
-        [ "$(pg_psql "$CLUSTER_ROOT/$1" -d postgres -Atc "$2")" = t ] && { echo $((SECONDS - start)); return 0; }
-        sleep 0.1
-    done
-    fail "waited 20 s for: $2"
-}
-
 node hub 7 7
 node p1 5 1
 node p2 5 2
 node p3 6 1
 node p4 7 9
-# p2 and p3 come in binary format: their values pass the receive functions, p1's and p4's
-# the input functions.
+# p2 and p3 come in binary format, p1 and p4 in text.
 subscribe hub p1
 subscribe hub p2 true
 subscribe hub p3 true
@@ -75,12 +68,12 @@ echo "ok: one publisher, no report"
 # p2 uses p1's node number 5, under another sequence name: the IDs do not collide (yet).
 generate p1 4 &
 g1=$!
-sleep 0.5
+wait_until 10 "p1's rows at the hub" arrived hub p1
 start=$(date +%s.%N)
 generate p2 3
 took=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
 wait $g1
-wait_for hub "SELECT EXISTS (SELECT FROM snowflake_node_conflicts WHERE kind = 'snowflake node' AND node_or_authority = 5)" >/dev/null
+wait_until 20 "a report on hub" sql_is "$CLUSTER_ROOT/hub" "SELECT EXISTS (SELECT FROM snowflake_node_conflicts WHERE kind = 'snowflake node' AND node_or_authority = 5)" t
 pg_psql "$CLUSTER_ROOT/hub" -d postgres -Atc "SELECT kind, node_or_authority, origins, rows_seen FROM snowflake_node_conflicts WHERE node_or_authority = 5"
 [ "$(pg_psql "$CLUSTER_ROOT/hub" -d postgres -Atc "SELECT origins FROM snowflake_node_conflicts WHERE node_or_authority = 5 AND kind = 'snowflake node'")" = '{"subscription \"sub_p1\"","subscription \"sub_p2\""}' ] ||
     fail "the report does not name both subscriptions"
@@ -97,19 +90,20 @@ read -r after_made after_arrived lag <<<"$detected"
 echo "figures: node 5 shared: the WARNING came ${after_made} s after p2 made its first row, ${after_arrived} s after that row reached the hub (${lag} s later; p2 generated for ${took} s); in separate tables no key collided, but $same IDs were made by both servers"
 
 # p3 uses p1's authority 1.
+had=$(sql "$CLUSTER_ROOT/hub" "SELECT count(*) FROM t_p1")
 generate p1 4 &
 g1=$!
-sleep 0.5
+wait_until 10 "p1's new rows at the hub" sql_is "$CLUSTER_ROOT/hub" "SELECT count(*) > $had FROM t_p1" t
 generate p3 3
 wait $g1
-wait_for hub "SELECT EXISTS (SELECT FROM snowflake_node_conflicts WHERE kind = 'gdid authority' AND node_or_authority = 1)" >/dev/null
+wait_until 20 "a report on hub" sql_is "$CLUSTER_ROOT/hub" "SELECT EXISTS (SELECT FROM snowflake_node_conflicts WHERE kind = 'gdid authority' AND node_or_authority = 1)" t
 grep -q 'WARNING:  two servers use authority 1: values with it arrive through subscription "sub_p1" and subscription "sub_p3"' \
     "$CLUSTER_ROOT/hub/server.log" || fail "no WARNING for authority 1"
 echo "ok: authority 1 shared by p1 and p3 reported"
 
 # p4 uses the hub's own node number 7: reported at once.
 generate p4 1
-wait_for hub "SELECT EXISTS (SELECT FROM snowflake_node_conflicts WHERE kind = 'snowflake node' AND node_or_authority = 7 AND 'this server' = ANY (origins))" >/dev/null
+wait_until 20 "a report on hub" sql_is "$CLUSTER_ROOT/hub" "SELECT EXISTS (SELECT FROM snowflake_node_conflicts WHERE kind = 'snowflake node' AND node_or_authority = 7 AND 'this server' = ANY (origins))" t
 grep -q 'WARNING:  node number 7 of this server (snowflake.node_id) also arrives from another server, through subscription "sub_p4"' \
     "$CLUSTER_ROOT/hub/server.log" || fail "no WARNING for the hub's own node"
 pg_psql "$CLUSTER_ROOT/hub" -d postgres -c "SELECT kind, node_or_authority, origins, rows_seen, last_seen >= first_seen AS ordered FROM snowflake_node_conflicts ORDER BY 1, 2"
@@ -118,7 +112,7 @@ pg_psql "$CLUSTER_ROOT/hub" -d postgres -c "SELECT kind, node_or_authority, orig
 # not its authority, which nobody else uses.
 expect "$CLUSTER_ROOT/hub" "SELECT snowflake_next('hub_own') > 0" "t"
 pg_psql "$CLUSTER_ROOT/hub" -d postgres -qc "ALTER SYSTEM SET snowflake.refuse_shared_node = on" -c "SELECT pg_reload_conf()" >/dev/null
-sleep 0.5
+wait_until 10 "the reloaded setting" sql_is "$CLUSTER_ROOT/hub" "SHOW snowflake.refuse_shared_node" on
 msg=$(pg_psql "$CLUSTER_ROOT/hub" -d postgres -Atc "SELECT snowflake_next('hub_own')" 2>&1) && fail "generated with a shared node number"
 echo "$msg" | grep -q 'ERROR:  snowflake.node_id of this server is used by another server too' || fail "unexpected: $msg"
 echo "refused: $(echo "$msg" | head -n 1)"
@@ -138,8 +132,8 @@ generate c1 3 &
 g1=$!
 generate c2 3
 wait $g1
-sleep 1
-[ "$(pg_psql "$CLUSTER_ROOT/c3" -d postgres -Atc "SELECT count(*) FROM t_c1")" -gt 0 ] || fail "the cascade did not reach c3"
+wait_until 20 "all of c1's rows at c3" sql_is "$CLUSTER_ROOT/c3" "SELECT count(*) FROM t_c1" "$(sql "$CLUSTER_ROOT/c1" "SELECT count(*) FROM t_c1")"
+wait_until 20 "all of c2's rows at c3" sql_is "$CLUSTER_ROOT/c3" "SELECT count(*) FROM t_c2" "$(sql "$CLUSTER_ROOT/c2" "SELECT count(*) FROM t_c2")"
 [ "$(conflicts c2)" = 0 ] && [ "$(conflicts c3)" = 0 ] || fail "a cascade was reported"
 echo "ok: a cascade (c1 -> c2 -> c3, $(pg_psql "$CLUSTER_ROOT/c3" -d postgres -Atc "SELECT count(*) FROM t_c1") of c1's rows at c3), no report"
 
@@ -151,9 +145,10 @@ node r 33 10
 # shellcheck disable=SC2059
 pg_psql "$CLUSTER_ROOT/r" -d postgres -qc "CREATE TABLE t_c1 $(printf "$TABLE" c1 c1)"
 PGOPTIONS='-c client_min_messages=warning' pg_psql "$CLUSTER_ROOT/r" -d postgres -qc \
-    "CREATE SUBSCRIPTION r_from_c1 CONNECTION 'host=$CLUSTER_ROOT/c1 port=$(pg_port_of "$CLUSTER_ROOT/c1") user=postgres dbname=postgres' PUBLICATION pub_c1"
-wait_for r "SELECT count(*) >= 100 FROM t_c1 WHERE snowflake_node(id) = 33" >/dev/null
+    "CREATE SUBSCRIPTION r_from_c1 CONNECTION '$(dsn "$CLUSTER_ROOT/c1")' PUBLICATION pub_c1"
+wait_until 20 "the initial copy at r" sql_is "$CLUSTER_ROOT/r" "SELECT count(*) >= 100 FROM t_c1 WHERE snowflake_node(id) = 33" t
 generate c1 2
+wait_until 20 "c1's new rows at r" sql_is "$CLUSTER_ROOT/r" "SELECT count(*) FROM t_c1" "$(sql "$CLUSTER_ROOT/c1" "SELECT count(*) FROM t_c1")"
 [ "$(conflicts r)" = 0 ] || fail "the initial copy was reported: $(pg_psql "$CLUSTER_ROOT/r" -d postgres -Atc "SELECT * FROM snowflake_node_conflicts")"
 echo "ok: an initial copy holding r's own node number and authority, no report"
 
@@ -161,12 +156,7 @@ echo "ok: an initial copy holding r's own node number and authority, no report"
 # and fs subscribes to f2 anew: node 31 arrives through a second subscription, after the
 # first has gone quiet.
 node f1 31 14
-mkdir -p "$CLUSTER_ROOT/f2" && chown postgres: "$CLUSTER_ROOT/f2" && chmod 700 "$CLUSTER_ROOT/f2"
-as_postgres "$PG_BINDIR/pg_basebackup" -h "$CLUSTER_ROOT/f1" -p "$(pg_port_of "$CLUSTER_ROOT/f1")" -U postgres \
-    -D "$CLUSTER_ROOT/f2/data" -R -X stream || fail "pg_basebackup failed"
-port=$((port + 1))
-{ echo "port = $port"; echo "unix_socket_directories = '$CLUSTER_ROOT/f2'"; } >>"$CLUSTER_ROOT/f2/data/postgresql.conf"
-echo "port = $port" >"$CLUSTER_ROOT/f2/postgresql.conf"
+standby_of "$CLUSTER_ROOT/f1" f2 >/dev/null || fail "no standby"
 pg_start "$CLUSTER_ROOT/f2"
 node fs 32 15
 subscribe fs f1
@@ -174,17 +164,34 @@ generate f1 2
 pg_kill9 "$CLUSTER_ROOT/f1"
 as_postgres "$PG_BINDIR/pg_ctl" -D "$CLUSTER_ROOT/f2/data" -w -t 60 promote >/dev/null || fail "promotion failed"
 pg_psql "$CLUSTER_ROOT/fs" -d postgres -qc "ALTER SUBSCRIPTION sub_f1 DISABLE"
-fport=$(pg_port_of "$CLUSTER_ROOT/f2")
 PGOPTIONS='-c client_min_messages=warning' pg_psql "$CLUSTER_ROOT/fs" -d postgres -qc \
-    "CREATE SUBSCRIPTION sub_f2 CONNECTION 'host=$CLUSTER_ROOT/f2 port=$fport user=postgres dbname=postgres' PUBLICATION pub_f1 WITH (copy_data = false)"
+    "CREATE SUBSCRIPTION sub_f2 CONNECTION '$(dsn "$CLUSTER_ROOT/f2")' PUBLICATION pub_f1 WITH (copy_data = false)"
 before=$(pg_psql "$CLUSTER_ROOT/fs" -d postgres -Atc "SELECT count(*) FROM t_f1")
 generate f2 3 f1
 # The new subscription's worker starts within wal_retrieve_retry_interval (5 s).
-wait_for fs "SELECT count(*) > $before FROM t_f1" >/dev/null
-sleep 1
+wait_until 20 "the promoted standby's rows at fs" sql_is "$CLUSTER_ROOT/fs" "SELECT count(*) FROM t_f1" "$(sql "$CLUSTER_ROOT/f2" "SELECT count(*) FROM t_f1")"
 after=$(pg_psql "$CLUSTER_ROOT/fs" -d postgres -Atc "SELECT count(*) FROM t_f1")
 [ "$after" -gt "$before" ] || { tail -n 15 "$CLUSTER_ROOT/fs/server.log" "$CLUSTER_ROOT/f2/server.log"; fail "the promoted standby's rows did not arrive"; }
 [ "$(conflicts fs)" = 0 ] || fail "a failover was reported: $(pg_psql "$CLUSTER_ROOT/fs" -d postgres -Atc "SELECT * FROM snowflake_node_conflicts")"
 grep -q 'WARNING:  .*node number\|WARNING:  .*authority' "$CLUSTER_ROOT/fs/server.log" && fail "a WARNING after a failover"
 echo "ok: a failover ($before rows from f1, then $((after - before)) from the promoted f2 through a new subscription), no report"
+
+# Two servers with one node number that replicate into each other (origin = none, 16+):
+# each sees its own number arrive, and with refuse_shared_node stops generating under it.
+if [ "$("$PG_BINDIR/postgres" --version | sed 's/.* \([0-9]*\)\..*/\1/')" -ge 16 ]; then
+    node m1 41 3 "snowflake.refuse_shared_node = on"
+    node m2 41 4 "snowflake.refuse_shared_node = on"
+    subscribe m1 m2 false none
+    subscribe m2 m1 false none
+    generate m1 2 &
+    g1=$!
+    generate m2 2 || true
+    wait $g1 || true
+    for m in m1 m2; do
+        wait_until 20 "a report on $m" sql_is "$CLUSTER_ROOT/$m" "SELECT count(*) FROM snowflake_node_conflicts WHERE node_or_authority = 41 AND 'this server' = ANY (origins)" 1
+        msg=$(sql "$CLUSTER_ROOT/$m" "SELECT snowflake_next('again')" 2>&1) && fail "$m generated with a shared node number"
+        echo "$msg" | grep -q 'snowflake.node_id of this server is used by another server too' || fail "unexpected on $m: $msg"
+    done
+    echo "ok: two servers with node number 41 replicating into each other: both report it and refuse"
+fi
 echo "detection: ok"

@@ -40,6 +40,9 @@ as_postgres "$PG_BINDIR/pg_restore" -h "$db" -p "$(pg_port_of "$db")" -U postgre
     fail "pg_restore failed"
 got=$(pg_psql "$db" -d restored -Atc "$digest")
 [ "$got" = "$want" ] || fail "restored data differs"
+# The trigger of detection is internal: not in the dump, made again by the restore.
+as_postgres "$PG_BINDIR/pg_restore" -f - "$dump" | grep -q snowflake_arrival && fail "the dump holds the detection trigger"
+expect "$db" "SELECT string_agg(tgrelid::regclass::text, ',') FROM pg_trigger WHERE tgfoid = 'snowflake_arrival_trigger'::regproc" "items" restored
 echo "ok: pg_dump/pg_restore: identical contents ($(pg_psql "$db" -d restored -Atc "SELECT count(*) FROM items") rows)"
 expect "$db" "SELECT count(*) FROM pg_indexes WHERE tablename = 'items'" "3" restored
 expect "$db" "SELECT count(*) FROM items WHERE gdid_decompress(packed) <> id" "0" restored

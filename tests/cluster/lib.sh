@@ -142,7 +142,40 @@ clock_lag() {
 ORDERS_TABLE="CREATE TABLE orders (
     id snowflake PRIMARY KEY DEFAULT snowflake_next('orders'),
     g gdid NOT NULL UNIQUE DEFAULT gdid_next('shop', 'orders'),
-    node int NOT NULL, session int NOT NULL, pos int NOT NULL)"
+    node int NOT NULL, session int NOT NULL, pos int NOT NULL, note text)"
+
+# The children of orders in the replication tests: keys of their own from the defaults, and
+# both keys of an order (often another server's) in foreign-key columns.
+ITEMS_TABLE="CREATE TABLE items (
+    id snowflake PRIMARY KEY DEFAULT snowflake_next('items'),
+    g gdid NOT NULL UNIQUE DEFAULT gdid_next('shop', 'items'),
+    order_id snowflake NOT NULL REFERENCES orders (id),
+    order_g gdid NOT NULL REFERENCES orders (g),
+    node int NOT NULL)"
+
+# touch_others DIR NODE SESSIONS: as server NODE (1 to 3), in one transaction, updates,
+# deletes and adds items to orders that other servers made in sessions 1..SESSIONS (rows every
+# server has): an update of each row whose pos % 10 = NODE, a delete of those with 3 + NODE,
+# an item for those with 6 + NODE, so that no two servers change one row.
+touch_others() {
+    session "$1" -c "BEGIN" \
+        -c "UPDATE orders SET note = 'updated on $2' WHERE node <> $2 AND session <= $3 AND pos % 10 = $2" \
+        -c "INSERT INTO items (order_id, order_g, node)
+            SELECT id, g, $2 FROM orders WHERE node <> $2 AND session <= $3 AND pos % 10 = 6 + $2" \
+        -c "DELETE FROM orders WHERE node <> $2 AND session <= $3 AND pos % 10 = 3 + $2" \
+        -c "COMMIT"
+}
+
+# The contents of orders and items, as one checksum: equal on servers that converged.
+CONTENTS="SELECT md5((SELECT string_agg(id || ' ' || g || ' ' || node || ' ' || session || ' ' || pos || ' ' || coalesce(note, '-'), ',' ORDER BY id) FROM orders)
+                  || (SELECT coalesce(string_agg(id || ' ' || g || ' ' || order_id || ' ' || order_g || ' ' || node, ',' ORDER BY id), '') FROM items))"
+
+# same_contents DIRS...: whether orders and items are the same on all of them; for wait_until.
+same_contents() {
+    local d
+    for d in "$@"; do pg_psql "$d" -d postgres -Atc "$CONTENTS" || return 1; done |
+        sort -u | wc -l | grep -qx 1
+}
 
 # insert_orders DIR NODE SESSION ROUNDS: one session inserting ROUNDS x 100 rows into orders,
 # committing every 100, each row marked with NODE, SESSION and its position. Bounded by a

@@ -55,6 +55,8 @@ for variant in "seeded" "with_lease_file copy-lease-file"; do
     new="$CLUSTER_ROOT/$1"
     upgrade "$@"
     on_new() { sql "$new" "$1"; }
+    [ "$(on_new "SELECT string_agg(tgrelid::regclass::text || ':' || tgenabled::text, ',' ORDER BY tgrelid::regclass::text) FROM pg_trigger WHERE tgfoid = 'snowflake_arrival_trigger'::regproc")" = "invoices:R,orders:R" ] ||
+        fail "$1: the detection triggers were not made again"
     on_new "INSERT INTO orders (era) SELECT 'new' FROM generate_series(1, 10000)" >/dev/null ||
         fail "$1: inserting snowflake IDs failed"
     on_new "INSERT INTO invoices (era) SELECT 'new' FROM generate_series(1, 10000)" >/dev/null ||

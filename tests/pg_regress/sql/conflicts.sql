@@ -1,28 +1,44 @@
 -- Two servers with one snowflake.node_id (or gdid.authority) are noticed where their values
 -- meet: in the logical replication apply workers of a server that receives them (cluster
 -- tests detection.sh, active_active_*.sh). Here a session plays the apply worker: a
--- replication origin set up for the session is what an apply worker has.
+-- replication origin set up for the session and session_replication_role = replica are what
+-- an apply worker has.
 SHOW snowflake.node_id;
 SHOW gdid.authority;
 SELECT * FROM snowflake_node_conflicts;
 
--- The snowflake domain's one check, not negative, is the observer (NOT VALID: see api.sql).
+-- The snowflake domain's one check: not negative (NOT VALID: see api.sql).
 SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
  WHERE contypid = 'snowflake'::regtype ORDER BY conname;
-SELECT snowflake_observe(1), snowflake_observe(-1), snowflake_observe(NULL);
 SELECT (-1)::snowflake;
 \echo :LAST_ERROR_SQLSTATE
 
+-- Only new values count: those an INSERT brings into a column whose DEFAULT generates them
+-- (id and g below), not keys held elsewhere (parent and other, as a foreign key holds them).
+CREATE TABLE received (id snowflake PRIMARY KEY DEFAULT snowflake_next('received'),
+                       g gdid DEFAULT gdid_next('conflicts', 'received'),
+                       parent snowflake, other gdid);
+CREATE TABLE elsewhere (id snowflake PRIMARY KEY, g gdid);
+
 -- Outside an apply session nothing is counted.
-CREATE TABLE received (id snowflake PRIMARY KEY, g gdid);
 INSERT INTO received VALUES (4194304::bigint * 1000 + 4096 * 5 + 1, '0:6:1');
 SELECT count(*) FROM snowflake_node_conflicts;
 
--- Values of this server's own node number (5) and authority (6) arriving through an origin:
--- reported at once, with a WARNING.
 SELECT pg_replication_origin_create('origin_a') > 0 AS created;
 SELECT pg_replication_origin_session_setup('origin_a');
+SET session_replication_role = replica;
+-- This server's own node number (5) and authority (6) arriving in other columns, in a table
+-- without a generating column, in updates and in deletes: nothing.
+INSERT INTO received VALUES (4194304::bigint * 1001 + 4096 * 7 + 1, '0:8:1',
+                             4194304::bigint * 1000 + 4096 * 5 + 1, '0:6:1');
+INSERT INTO elsewhere VALUES (4194304::bigint * 1001 + 4096 * 5 + 2, '0:6:3');
+UPDATE received SET parent = 4194304::bigint * 1001 + 4096 * 5 + 3, other = '0:6:4';
+UPDATE received SET id = id + 1 WHERE g = '0:6:1';
+DELETE FROM received WHERE g = '0:6:1';
+SELECT count(*) FROM snowflake_node_conflicts WHERE node_or_authority IN (5, 6);
+-- Inserted into the generating columns: reported at once, with a WARNING.
 INSERT INTO received VALUES (4194304::bigint * 1001 + 4096 * 5 + 1, '0:6:2');
+RESET session_replication_role;
 SELECT pg_replication_origin_session_reset();
 SELECT kind, node_or_authority, origins, rows_seen FROM snowflake_node_conflicts ORDER BY 1;
 
@@ -30,20 +46,27 @@ SELECT kind, node_or_authority, origins, rows_seen FROM snowflake_node_conflicts
 -- a new subscription)...
 SELECT pg_replication_origin_create('origin_b') > 0 AS created;
 SELECT pg_replication_origin_session_setup('origin_b');
+SET session_replication_role = replica;
 INSERT INTO received VALUES (4194304::bigint * 1002 + 4096 * 9 + 1, NULL);
+RESET session_replication_role;
 SELECT pg_replication_origin_session_reset();
 SELECT count(*) FROM snowflake_node_conflicts WHERE node_or_authority = 9;
--- ...both at once for more than a second is two servers. (The text form goes through the
--- domain's input, as text-mode replication does.)
+-- ...both at once for more than a second is two servers.
 SELECT pg_replication_origin_session_setup('origin_a');
-INSERT INTO received VALUES ((4194304::bigint * 1003 + 4096 * 9 + 1)::text::snowflake, NULL);
+SET session_replication_role = replica;
+INSERT INTO received VALUES (4194304::bigint * 1003 + 4096 * 9 + 1, NULL);
+RESET session_replication_role;
 SELECT pg_replication_origin_session_reset();
 SELECT pg_sleep(1.2);
 SELECT pg_replication_origin_session_setup('origin_b');
+SET session_replication_role = replica;
 INSERT INTO received VALUES (4194304::bigint * 1004 + 4096 * 9 + 1, NULL);
+RESET session_replication_role;
 SELECT pg_replication_origin_session_reset();
 SELECT pg_replication_origin_session_setup('origin_a');
+SET session_replication_role = replica;
 INSERT INTO received VALUES (4194304::bigint * 1005 + 4096 * 9 + 1, NULL);
+RESET session_replication_role;
 SELECT pg_replication_origin_session_reset();
 SELECT kind, node_or_authority, origins, rows_seen FROM snowflake_node_conflicts ORDER BY 1, 2;
 
@@ -73,5 +96,5 @@ SET ROLE conflicts_user;
 SELECT count(*) > 0 AS visible FROM snowflake_node_conflicts;
 RESET ROLE;
 DROP ROLE conflicts_user;
-DROP TABLE received;
+DROP TABLE received, elsewhere;
 SELECT pg_replication_origin_drop(n) FROM unnest(ARRAY['origin_a', 'origin_b']) n;

@@ -1,0 +1,192 @@
+//! The trigger that sees new values arrive: `snowflake_arrival_trigger()`, fired after each
+//! row a logical replication apply worker inserts into a table with a generating column (see
+//! `watch` for which tables have it, and why it fires only there).
+//!
+//! A generating column is one whose DEFAULT calls a generator (`defaults::generating`): a
+//! value a replicated INSERT brings into it was made by the server that inserted the row.
+//! Updates, deletes, and keys copied into other columns (foreign keys) are never counted,
+//! whoever made the key: they say nothing about who generates now.
+//!
+//! The columns of each table are looked up once per process and kept until the relation
+//! cache says the table or one of its partitioned ancestors changed.
+
+use std::cell::UnsafeCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use pgrx::pg_sys::{self, Datum, Oid};
+
+use crate::defaults::{self, Holds};
+use crate::errors::{self, error, Code};
+use crate::fmgr::Call;
+use crate::gdid::datum;
+use crate::guc;
+use crate::spi;
+
+use super::sightings::What;
+
+/// The generating columns of one table, and the relations whose change makes them stale.
+struct Columns {
+    columns: Rc<[(i16, What)]>,
+    ancestors: Vec<Oid>,
+}
+
+struct Cache {
+    tables: HashMap<Oid, Columns>,
+    /// Counts invalidations, so that a lookup during which one arrived is not kept.
+    invalidations: u64,
+    registered: bool,
+}
+
+/// The one [`Cache`] of this process.
+struct ThisProcess(UnsafeCell<Option<Cache>>);
+
+// SAFETY: a backend is one thread; nothing else ever reaches the cell.
+unsafe impl Sync for ThisProcess {}
+
+static CACHE: ThisProcess = ThisProcess(UnsafeCell::new(None));
+
+/// The cache; its users never hold the reference across a call that can invalidate it
+/// (a catalog read processes invalidation messages, which call [`invalidate`]).
+fn cache() -> &'static mut Cache {
+    // SAFETY: see ThisProcess; callers keep the borrow short (above).
+    let cell = unsafe { &mut *CACHE.0.get() };
+    cell.get_or_insert_with(|| Cache {
+        tables: HashMap::new(),
+        invalidations: 0,
+        registered: false,
+    })
+}
+
+/// The trigger function's body: counts the row's generating values when an apply session
+/// inserts it, and hands the trigger manager back the row.
+pub fn fired(call: Call<'_>) -> Datum {
+    let context = call.context();
+    // SAFETY: a Node's tag is its first field; the trigger manager passes a TriggerData.
+    if context.is_null() || unsafe { (*context).type_ } != pg_sys::NodeTag::T_TriggerData {
+        error(
+            Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            "snowflake_arrival_trigger() was not called by the trigger manager",
+        )
+        .raise();
+    }
+    // SAFETY: checked above: the call's context is the trigger manager's TriggerData.
+    let (event, tuple, new_tuple, relation) = unsafe {
+        let data = context.cast::<pg_sys::TriggerData>();
+        (
+            (*data).tg_event,
+            (*data).tg_trigtuple,
+            (*data).tg_newtuple,
+            (*data).tg_relation,
+        )
+    };
+    if event & pg_sys::TRIGGER_EVENT_ROW == 0 {
+        return Datum::from(0);
+    }
+    let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
+    if op == pg_sys::TRIGGER_EVENT_INSERT {
+        if let Some(origin) = super::counted_origin() {
+            count_row(relation, tuple, origin);
+        }
+    }
+    // What a BEFORE trigger returns is the row to write: the row as it came.
+    if op == pg_sys::TRIGGER_EVENT_UPDATE {
+        Datum::from(new_tuple)
+    } else {
+        Datum::from(tuple)
+    }
+}
+
+fn count_row(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, origin: u16) {
+    // SAFETY: the trigger's relation, open while it fires.
+    let (table, desc) = unsafe { ((*relation).rd_id, (*relation).rd_att) };
+    // A counted reference, not a borrow of the cache: counting can read the catalog (a
+    // WARNING names the subscription), which can invalidate the cache.
+    let found = cache().tables.get(&table).map(|c| Rc::clone(&c.columns));
+    let columns = match found {
+        Some(columns) => columns,
+        None => look_up(table),
+    };
+    for &(attnum, what) in columns.iter() {
+        let mut isnull = false;
+        // SAFETY: the row being inserted, described by its relation's descriptor; attnum is
+        // one of the relation's columns (from the catalog, dropped columns excluded).
+        let value = unsafe { pg_sys::heap_getattr(tuple, i32::from(attnum), desc, &mut isnull) };
+        if isnull {
+            continue;
+        }
+        match what {
+            What::Node => {
+                let Some(server) = guc::server() else {
+                    continue;
+                };
+                if let Ok(parts) = server.layout.decode(value.value() as u64) {
+                    super::count(What::Node, parts.node as u16, origin);
+                }
+            }
+            What::Authority => {
+                // SAFETY: a non-null value of a gdid column.
+                let g = unsafe { datum::read(value) };
+                super::count(What::Authority, u16::from(g.authority()), origin);
+            }
+        }
+    }
+}
+
+/// The generating columns of `table`, from the catalog; kept unless an invalidation
+/// arrived while they were read.
+#[cold]
+fn look_up(table: Oid) -> Rc<[(i16, What)]> {
+    register_callback();
+    let before = cache().invalidations;
+    let (columns, ancestors) = spi::connect(|conn| defaults::generating(conn, table));
+    let columns: Rc<[(i16, What)]> = columns
+        .into_iter()
+        .map(|(attnum, holds)| {
+            let what = match holds {
+                Holds::Integers => What::Node,
+                Holds::Gdids => What::Authority,
+            };
+            (attnum, what)
+        })
+        .collect();
+    let cache = cache();
+    if cache.invalidations == before {
+        cache.tables.insert(
+            table,
+            Columns {
+                columns: Rc::clone(&columns),
+                ancestors,
+            },
+        );
+    }
+    columns
+}
+
+fn register_callback() {
+    if cache().registered {
+        return;
+    }
+    // SAFETY: registers a callback for the life of the process (once: the flag); it only
+    // touches this process's cache.
+    unsafe {
+        errors::guarded(|| {
+            pg_sys::CacheRegisterRelcacheCallback(Some(invalidate), Datum::from(0));
+        });
+    }
+    cache().registered = true;
+}
+
+/// The relation cache's callback: `relid` changed (every relation, if InvalidOid).
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn invalidate(_arg: Datum, relid: Oid) {
+    let cache = cache();
+    cache.invalidations += 1;
+    if relid == pg_sys::InvalidOid {
+        cache.tables.clear();
+    } else {
+        cache
+            .tables
+            .retain(|&table, c| table != relid && !c.ancestors.contains(&relid));
+    }
+}

@@ -1,0 +1,368 @@
+//! Which tables have the trigger that counts arriving values (`arrivals`): every plain table
+//! with a generating column (`defaults::generating`), and only those.
+//!
+//! The trigger is an internal one, as PostgreSQL's own foreign-key triggers are: `pg_dump`
+//! does not dump it, `\d` does not list it, and only a superuser can disable it. It fires
+//! AFTER INSERT FOR EACH ROW, `ENABLE REPLICA`: only where `session_replication_role` is
+//! `replica`, as in logical replication apply workers (native and pglogical). A local insert
+//! passes it by with one comparison; an AFTER trigger, unlike a BEFORE one, leaves `COPY`
+//! its multi-row inserts. It depends on its function automatically, so that it goes with
+//! the extension.
+//!
+//! Tables get it when the catalog changes in a way that can make a column generating or stop
+//! it: a DEFAULT stored or dropped (CREATE TABLE, `ALTER COLUMN ... SET DEFAULT`, `LIKE ...
+//! INCLUDING DEFAULTS`, a restore), a partition attached or detached (a partition's column is
+//! generating when its partitioned ancestor's DEFAULT is). PostgreSQL's object access hook
+//! says which relations; at the end of the utility statement (`utility`), with the catalog
+//! changes visible, each is brought in line. A partitioned table has no rows of its own: its
+//! leaf partitions get the trigger. `ALTER TABLE ... ENABLE TRIGGER ALL` (which `pg_dump
+//! --disable-triggers` writes after loading data) would make it fire on every local insert
+//! and never in an apply worker: it is set back to `ENABLE REPLICA` (a disabled one is left
+//! disabled).
+//!
+//! Tables that existed before (an update from 0.2.0) get it from `snowflake_watch_tables()`.
+
+use std::cell::UnsafeCell;
+use std::ffi::{c_int, c_void, CString};
+
+use pgrx::pg_sys::{self, Oid};
+
+use crate::defaults;
+use crate::errors;
+use crate::spi::{self, Connection};
+
+/// The base of the trigger's name; PostgreSQL appends the trigger's OID to an internal one.
+const TRIGGER_NAME: &std::ffi::CStr = c"snowflake_arrivals";
+
+// Fixed OIDs of catalogs that pgrx's bindings leave out (catalog/pg_attrdef.h, pg_inherits.h).
+const ATTR_DEFAULT_RELATION_ID: Oid = Oid::from_u32(2604);
+const INHERITS_RELATION_ID: Oid = Oid::from_u32(2611);
+
+/// What the object access hook has seen during the current statement.
+#[derive(Default)]
+struct Pending {
+    /// Relations whose generating columns may have changed.
+    relations: Vec<Oid>,
+    /// Triggers enabled or disabled.
+    triggers: Vec<Oid>,
+}
+
+/// The one [`Pending`] of this process.
+struct ThisProcess(UnsafeCell<Option<Pending>>);
+
+// SAFETY: a backend is one thread; nothing else ever reaches the cell.
+unsafe impl Sync for ThisProcess {}
+
+static PENDING: ThisProcess = ThisProcess(UnsafeCell::new(None));
+
+/// The pending set; callers hold the borrow only for a push or a take.
+fn pending() -> &'static mut Pending {
+    // SAFETY: see ThisProcess; no caller keeps the borrow across a call into PostgreSQL.
+    unsafe { &mut *PENDING.0.get() }.get_or_insert_with(Pending::default)
+}
+
+static mut PREV_OBJECT_ACCESS_HOOK: pg_sys::object_access_hook_type = None;
+
+/// Installs the hook. Called from `_PG_init` while preloading.
+pub fn install_hook() {
+    // SAFETY: _PG_init runs once, single-threaded, in the postmaster; chaining the previous
+    // hook is how several libraries share it.
+    unsafe {
+        PREV_OBJECT_ACCESS_HOOK = pg_sys::object_access_hook;
+        pg_sys::object_access_hook = Some(object_access);
+    }
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn object_access(
+    access: pg_sys::ObjectAccessType::Type,
+    class: Oid,
+    object: Oid,
+    sub: c_int,
+    arg: *mut c_void,
+) {
+    // SAFETY: the previous hook is called with the arguments PostgreSQL gave; the lookup of
+    // a default's column reads pg_attrdef, as deleting it is about to.
+    unsafe {
+        errors::boundary(|| {
+            if let Some(prev) = PREV_OBJECT_ACCESS_HOOK {
+                errors::guarded(|| prev(access, class, object, sub, arg));
+            }
+            use pg_sys::ObjectAccessType::{OAT_DROP, OAT_POST_ALTER, OAT_POST_CREATE};
+            match access {
+                OAT_POST_CREATE if class == ATTR_DEFAULT_RELATION_ID => {
+                    pending().relations.push(object);
+                }
+                OAT_DROP if class == ATTR_DEFAULT_RELATION_ID => {
+                    let column = errors::guarded(|| GetAttrDefaultColumnAddress(object));
+                    if column.objectId != pg_sys::InvalidOid {
+                        pending().relations.push(column.objectId);
+                    }
+                }
+                OAT_POST_ALTER if class == INHERITS_RELATION_ID => {
+                    pending().relations.push(object);
+                }
+                OAT_POST_ALTER if class == pg_sys::TriggerRelationId => {
+                    pending().triggers.push(object);
+                }
+                _ => {}
+            }
+        })
+    }
+}
+
+/// Called before a top-level utility statement: what a failed statement left is forgotten.
+pub fn before_statement() {
+    *pending() = Pending::default();
+}
+
+/// Called after each utility statement: brings the tables it changed in line.
+pub fn after_statement() {
+    let p = std::mem::take(pending());
+    if p.relations.is_empty() && p.triggers.is_empty() {
+        return;
+    }
+    // SAFETY: plain reads of transaction state; CommandCounterIncrement makes the statement's
+    // catalog changes visible to the queries below, as between the parts of one ALTER TABLE.
+    unsafe {
+        if !pg_sys::IsTransactionState() {
+            return;
+        }
+        errors::guarded(|| pg_sys::CommandCounterIncrement());
+    }
+    spi::connect(|conn| {
+        let Some(function) = trigger_function(conn) else {
+            return;
+        };
+        for table in leaves(conn, &p.relations) {
+            bring_in_line(conn, table, function);
+        }
+        for trigger in p.triggers {
+            enable_replica(conn, trigger, function);
+        }
+    });
+    // The triggers created, dropped and re-enabled above were seen by the hook too.
+    *pending() = Pending::default();
+}
+
+/// Gives every table with a generating column the trigger (and sets back any enabled for
+/// local inserts); the number of triggers created.
+pub fn watch_all() -> i32 {
+    spi::connect(|conn| {
+        let Some(function) = trigger_function(conn) else {
+            return 0;
+        };
+        let query = c"SELECT DISTINCT d.adrelid::pg_catalog.oid
+                        FROM pg_catalog.pg_attrdef d
+                        JOIN pg_catalog.pg_depend u
+                          ON u.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+                         AND u.objid = d.oid
+                         AND u.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                        JOIN pg_catalog.pg_proc p ON p.oid = u.refobjid
+                         AND p.proname IN ('snowflake_next', 'gdid_next')
+                        JOIN pg_catalog.pg_depend x
+                          ON x.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                         AND x.objid = p.oid AND x.deptype = 'e'
+                        JOIN pg_catalog.pg_extension e ON e.oid = x.refobjid
+                         AND e.extname = 'snowflake_id'";
+        let relations: Vec<Oid> = {
+            let rows = conn.select(query, 0);
+            (0..rows.len()).filter_map(|r| rows.oid(r, 1)).collect()
+        };
+        let mut created = 0;
+        for table in leaves(conn, &relations) {
+            if bring_in_line(conn, table, function) == Some(true) {
+                created += 1;
+            }
+            if let Some(trigger) = trigger_on(conn, table, function) {
+                enable_replica(conn, trigger, function);
+            }
+        }
+        created
+    })
+}
+
+/// The OID of `snowflake_arrival_trigger()`, if this database has the extension at a
+/// version that has it.
+fn trigger_function(conn: &mut Connection) -> Option<Oid> {
+    let query = c"SELECT p.oid
+                    FROM pg_catalog.pg_proc p
+                    JOIN pg_catalog.pg_depend x
+                      ON x.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                     AND x.objid = p.oid AND x.deptype = 'e'
+                    JOIN pg_catalog.pg_extension e ON e.oid = x.refobjid
+                     AND e.extname = 'snowflake_id'
+                   WHERE p.proname = 'snowflake_arrival_trigger'";
+    conn.select(query, 1).oid(0, 1)
+}
+
+/// The permanent plain tables among `relations` and the leaf partitions of partitioned ones.
+/// (`pg_partition_tree` knows only tables in a partition tree.)
+fn leaves(conn: &mut Connection, relations: &[Oid]) -> Vec<Oid> {
+    if relations.is_empty() {
+        return Vec::new();
+    }
+    let list: Vec<String> = relations.iter().map(|o| o.to_u32().to_string()).collect();
+    let query = CString::new(format!(
+        "WITH r(relid) AS (SELECT * FROM pg_catalog.unnest('{{{}}}'::pg_catalog.oid[]))
+         SELECT r.relid FROM r JOIN pg_catalog.pg_class c ON c.oid = r.relid
+          WHERE c.relkind = 'r' AND c.relpersistence = 'p'
+         UNION
+         SELECT t.relid::pg_catalog.oid FROM r, pg_catalog.pg_partition_tree(r.relid) t
+           JOIN pg_catalog.pg_class c ON c.oid = t.relid
+          WHERE t.isleaf AND c.relkind = 'r' AND c.relpersistence = 'p'",
+        list.join(",")
+    ))
+    .expect("no NUL in the query");
+    let rows = conn.select(&query, 0);
+    (0..rows.len()).filter_map(|r| rows.oid(r, 1)).collect()
+}
+
+/// This extension's trigger on `table`, if it has one.
+fn trigger_on(conn: &mut Connection, table: Oid, function: Oid) -> Option<Oid> {
+    let query = CString::new(format!(
+        "SELECT oid FROM pg_catalog.pg_trigger WHERE tgrelid = {} AND tgfoid = {}",
+        table.to_u32(),
+        function.to_u32()
+    ))
+    .expect("no NUL in the query");
+    conn.select(&query, 1).oid(0, 1)
+}
+
+/// Creates or drops the trigger of `table` as its columns require: Some(true) if created,
+/// Some(false) if dropped, None if it was right.
+fn bring_in_line(conn: &mut Connection, table: Oid, function: Oid) -> Option<bool> {
+    let generating = !defaults::generating(conn, table).0.is_empty();
+    match (generating, trigger_on(conn, table, function)) {
+        (true, None) => {
+            create(table, function);
+            Some(true)
+        }
+        (false, Some(trigger)) => {
+            drop_trigger(trigger);
+            Some(false)
+        }
+        _ => None,
+    }
+}
+
+fn create(table: Oid, function: Oid) {
+    // SAFETY: a CreateTrigStmt made as the parser would make one for `CREATE TRIGGER ...
+    // AFTER INSERT ON table FOR EACH ROW EXECUTE FUNCTION function()`, but internal: the
+    // relation and function are given by OID, so neither name is looked up. CreateTrigger
+    // takes the lock it needs on the table. The dependency on the function is then made
+    // automatic (see the module's documentation).
+    unsafe {
+        errors::guarded(|| {
+            let stmt = pg_sys::palloc0(std::mem::size_of::<pg_sys::CreateTrigStmt>())
+                .cast::<pg_sys::CreateTrigStmt>();
+            (*stmt).type_ = pg_sys::NodeTag::T_CreateTrigStmt;
+            (*stmt).trigname = TRIGGER_NAME.as_ptr().cast_mut();
+            (*stmt).row = true;
+            (*stmt).timing = pg_sys::TRIGGER_TYPE_AFTER as i16;
+            (*stmt).events = pg_sys::TRIGGER_TYPE_INSERT as i16;
+            let trigger = pg_sys::CreateTriggerFiringOn(
+                stmt,
+                c"".as_ptr(),
+                table,
+                pg_sys::InvalidOid,
+                pg_sys::InvalidOid,
+                pg_sys::InvalidOid,
+                function,
+                pg_sys::InvalidOid,
+                std::ptr::null_mut(),
+                true,
+                false,
+                pg_sys::TRIGGER_FIRES_ON_REPLICA as std::ffi::c_char,
+            );
+            // The dependency rows just made become visible to the scan that removes one.
+            pg_sys::CommandCounterIncrement();
+            pg_sys::deleteDependencyRecordsForClass(
+                pg_sys::TriggerRelationId,
+                trigger.objectId,
+                pg_sys::ProcedureRelationId,
+                pg_sys::DependencyType::DEPENDENCY_NORMAL as std::ffi::c_char,
+            );
+            let referenced = pg_sys::ObjectAddress {
+                classId: pg_sys::ProcedureRelationId,
+                objectId: function,
+                objectSubId: 0,
+            };
+            pg_sys::recordDependencyOn(
+                &trigger,
+                &referenced,
+                pg_sys::DependencyType::DEPENDENCY_AUTO,
+            );
+        });
+    }
+}
+
+fn drop_trigger(trigger: Oid) {
+    let address = pg_sys::ObjectAddress {
+        classId: pg_sys::TriggerRelationId,
+        objectId: trigger,
+        objectSubId: 0,
+    };
+    // SAFETY: deletes the trigger through the dependency machinery, as DROP TRIGGER does.
+    unsafe {
+        errors::guarded(|| {
+            pg_sys::performDeletion(
+                &address,
+                pg_sys::DropBehavior::DROP_RESTRICT,
+                pg_sys::PERFORM_DELETION_INTERNAL as c_int,
+            )
+        });
+    }
+}
+
+/// Sets `trigger`, if it is this extension's and enabled for local inserts ('O' or 'A'),
+/// back to firing on replica only.
+fn enable_replica(conn: &mut Connection, trigger: Oid, function: Oid) {
+    let query = CString::new(format!(
+        "SELECT tgrelid, tgname::pg_catalog.text FROM pg_catalog.pg_trigger
+          WHERE oid = {} AND tgfoid = {} AND tgenabled IN ('O', 'A')",
+        trigger.to_u32(),
+        function.to_u32()
+    ))
+    .expect("no NUL in the query");
+    let found = {
+        let rows = conn.select(&query, 1);
+        rows.oid(0, 1).zip(rows.text(0, 2))
+    };
+    let Some((table, name)) = found else { return };
+    let Ok(name) = CString::new(name) else { return };
+    // SAFETY: the table is opened with the lock ALTER TABLE ... ENABLE TRIGGER takes and
+    // closed keeping it until the end of the transaction, as ALTER TABLE does.
+    unsafe {
+        errors::guarded(|| {
+            let lock = pg_sys::ShareRowExclusiveLock as pg_sys::LOCKMODE;
+            let rel = pg_sys::relation_open(table, lock);
+            set_fires_on_replica(rel, name.as_ptr(), lock);
+            pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+        });
+    }
+}
+
+/// `ALTER TABLE rel ENABLE REPLICA TRIGGER name`, for a trigger that is not a partition's
+/// clone (no parent, no recursion).
+///
+/// # Safety
+/// `rel` is open with `lock`; `name` names one of its triggers.
+unsafe fn set_fires_on_replica(rel: pg_sys::Relation, name: *const std::ffi::c_char, lock: i32) {
+    let replica = pg_sys::TRIGGER_FIRES_ON_REPLICA as std::ffi::c_char;
+    // SAFETY: the caller's contract.
+    #[cfg(feature = "pg15")]
+    unsafe {
+        pg_sys::EnableDisableTrigger(rel, name, replica, false, lock)
+    };
+    // SAFETY: the caller's contract.
+    #[cfg(not(feature = "pg15"))]
+    unsafe {
+        pg_sys::EnableDisableTrigger(rel, name, pg_sys::InvalidOid, replica, false, false, lock)
+    };
+}
+
+unsafe extern "C-unwind" {
+    // catalog/pg_attrdef.h; not in pgrx's bindings. Called inside errors::guarded.
+    fn GetAttrDefaultColumnAddress(attrdefoid: Oid) -> pg_sys::ObjectAddress;
+}
