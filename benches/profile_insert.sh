@@ -6,7 +6,7 @@
 # nextval_internal and what it calls for nextval) beside the whole INSERT. Not a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 source scripts/pgcluster.sh
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
 command -v perf >/dev/null || { echo "perf is needed (apt-get install linux-perf)" >&2; exit 1; }

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Builds the extension (release) and installs it into the PostgreSQL of PG_CONFIG (default:
-# Debian's PostgreSQL 15; scripts/setup.sh also provides PostgreSQL 18 in /opt/postgresql-18).
+# Debian's PostgreSQL 15; scripts/setup.sh also provides 17 and 18, see pgversions.sh).
+# Each major builds in a target directory of its own (15: target/, the one cargo test and
+# lint share), so that switching majors does not rebuild pgrx's bindings every time.
 # Never install over a library a running server has loaded: stop those servers first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 major=$("$PG_CONFIG" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')
 mkdir -p .build
+[ "$major" = 15 ] || export CARGO_TARGET_DIR="$PWD/target/pg$major"
 cargo pgrx install --release --pg-config "$PG_CONFIG" >".build/install-$major.log" 2>&1 ||
     { tail -n 40 ".build/install-$major.log"; exit 1; }
 # cargo pgrx install writes the current version's install script and copies the upgrade

@@ -4,12 +4,12 @@
 # Everything runs as root here while initdb refuses root, so clusters run as `postgres`, each
 # in its own directory with its own socket directory, listening on loopback only.
 #
-#   pg_init DIR PORT [extra postgresql.conf lines...]
+#   pg_init DIR PORT [extra postgresql.conf lines...]   (PG_INITDB_ARGS: more initdb options)
 #   pg_start DIR [env...]   (env such as FAKETIME=-30s LD_PRELOAD=... goes to the postmaster)
 #   pg_stop DIR [mode]      pg_kill9 DIR     pg_psql DIR [psql args...]
 
 # PG_CONFIG selects the PostgreSQL (default: Debian's 15).
-PG_BINDIR=${PG_BINDIR:-$("${PG_CONFIG:-/usr/bin/pg_config}" --bindir)}
+PG_BINDIR=${PG_BINDIR:-$("${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}" --bindir)}
 
 as_postgres() {
     runuser -u postgres -- "$@"
@@ -26,7 +26,8 @@ pg_init() {
     mkdir -p "$dir"
     chown postgres: "$dir"
     chmod 700 "$dir"
-    as_postgres "$PG_BINDIR/initdb" -D "$dir/data" -U postgres -A trust --no-sync >"$dir/initdb.log" 2>&1 ||
+    # shellcheck disable=SC2086
+    as_postgres "$PG_BINDIR/initdb" -D "$dir/data" -U postgres -A trust --no-sync ${PG_INITDB_ARGS:-} >"$dir/initdb.log" 2>&1 ||
         { cat "$dir/initdb.log"; return 1; }
     {
         echo "port = $port"

