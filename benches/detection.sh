@@ -13,7 +13,7 @@
 # spread of ROUNDS (default 7). Not a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 source scripts/pgcluster.sh
 ROUNDS=${ROUNDS:-7}
 dir=$(mktemp -d /tmp/snowflake_id_bench_detection.XXXXXX)

@@ -50,25 +50,44 @@ pub enum Holds {
 }
 
 impl Holds {
-    /// The condition on the base type's OID, `b`, in the query below.
-    fn condition(self) -> String {
+    /// Whether a column of type `column` holds what a generator returning `made` makes: the
+    /// same base type (domains over domains unwrapped), or for snowflake IDs any integer
+    /// type wide enough to be asked for (the seed reads `integer` and `numeric` keys too).
+    fn matches(self, column: Oid, made: Oid) -> bool {
+        let (column, made) = (base_type(column), base_type(made));
         match self {
-            Holds::Integers => format!(
-                "b IN ({}, {}, {})",
-                pg_sys::INT8OID.to_u32(),
-                pg_sys::INT4OID.to_u32(),
-                pg_sys::NUMERICOID.to_u32()
-            ),
-            Holds::Gdids => "b IN (SELECT g.oid FROM pg_catalog.pg_type g
-                                     JOIN pg_catalog.pg_depend gx
-                                       ON gx.classid = 'pg_catalog.pg_type'::pg_catalog.regclass
-                                      AND gx.objid = g.oid AND gx.deptype = 'e'
-                                      AND gx.refobjid = e.oid
-                                    WHERE g.typname = 'gdid')"
-                .to_owned(),
+            Holds::Integers => {
+                column == made || column == pg_sys::INT4OID || column == pg_sys::NUMERICOID
+            }
+            Holds::Gdids => column == made,
         }
     }
 }
+
+/// The type a domain (over domains) is of; any other type itself.
+fn base_type(ty: Oid) -> Oid {
+    // SAFETY: getBaseType reads the type cache; an error (a type dropped meanwhile) is raised
+    // through the guard.
+    unsafe { errors::guarded(|| pg_sys::getBaseType(ty)) }
+}
+
+/// The DEFAULT expressions that call a function, with the column each is the DEFAULT of: a
+/// column's own (pg_attrdef), or, for a column without one, its domain's (`CREATE DOMAIN ...
+/// DEFAULT`, which a domain over it copies). As SQL for the queries below: rows of (tree,
+/// rel, num, func).
+const DEFAULTS_CALLING: &str = "
+    SELECT d.adbin::pg_catalog.text AS tree, d.adrelid AS rel, d.adnum AS num, u.refobjid AS func
+      FROM pg_catalog.pg_attrdef d
+      JOIN pg_catalog.pg_depend u ON u.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+           AND u.objid = d.oid AND u.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+    UNION ALL
+    SELECT t.typdefaultbin::pg_catalog.text, a.attrelid, a.attnum, u.refobjid
+      FROM pg_catalog.pg_depend u
+      JOIN pg_catalog.pg_type t ON u.classid = 'pg_catalog.pg_type'::pg_catalog.regclass
+           AND u.objid = t.oid AND u.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+           AND t.typdefaultbin IS NOT NULL
+      JOIN pg_catalog.pg_attribute a ON a.atttypid = t.oid AND a.attnum > 0
+           AND NOT a.attisdropped AND NOT a.atthasdef";
 
 /// The columns whose DEFAULT calls the extension's function `function` with exactly `names`
 /// as its arguments, and which hold what the function makes.
@@ -79,29 +98,23 @@ pub fn calling(
     holds: Holds,
 ) -> Vec<Column> {
     let query = CString::new(format!(
-        "SELECT d.adbin::pg_catalog.text, p.oid, c.oid, c.relkind, c.relowner,
+        "SELECT d.tree, p.oid, c.oid, c.relkind, c.relowner,
                 pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname),
                 pg_catalog.quote_ident(a.attname::pg_catalog.text), a.atttypid,
-                a.attname::pg_catalog.text
+                a.attname::pg_catalog.text, p.prorettype
            FROM pg_catalog.pg_proc p
            JOIN pg_catalog.pg_depend x ON x.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
                 AND x.objid = p.oid AND x.deptype = 'e'
            JOIN pg_catalog.pg_extension e ON e.oid = x.refobjid AND e.extname = 'snowflake_id'
-           JOIN pg_catalog.pg_depend u ON u.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
-                AND u.refobjid = p.oid AND u.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
-           JOIN pg_catalog.pg_attrdef d ON d.oid = u.objid
-           JOIN pg_catalog.pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+           JOIN ({DEFAULTS_CALLING}) d ON d.func = p.oid
+           JOIN pg_catalog.pg_attribute a ON a.attrelid = d.rel AND a.attnum = d.num
                 AND NOT a.attisdropped
-           JOIN pg_catalog.pg_class c ON c.oid = d.adrelid
+           JOIN pg_catalog.pg_class c ON c.oid = d.rel
            JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-           JOIN pg_catalog.pg_type t ON t.oid = a.atttypid,
-                LATERAL (SELECT CASE t.typtype WHEN 'd' THEN t.typbasetype ELSE t.oid END AS b) base
           WHERE p.proname = '{function}'
             AND c.relkind IN ('r', 'p')
             AND (c.relpersistence <> 't' OR c.relnamespace = pg_catalog.pg_my_temp_schema())
-            AND {}
-          ORDER BY d.adrelid, d.adnum",
-        holds.condition()
+          ORDER BY d.rel, d.num"
     ))
     .expect("no NUL in the query");
     struct Found {
@@ -114,6 +127,7 @@ pub fn calling(
         column_name: Vec<u8>,
         ty: Oid,
         attname: Vec<u8>,
+        made: Oid,
     }
     let found: Vec<Found> = {
         let rows = conn.select(&query, 0);
@@ -129,12 +143,16 @@ pub fn calling(
                     column_name: rows.text(r, 7)?,
                     ty: rows.oid(r, 8)?,
                     attname: rows.text(r, 9)?,
+                    made: rows.oid(r, 10)?,
                 })
             })
             .collect()
     };
     let mut columns: Vec<Column> = Vec::new();
     for f in found {
+        if !holds.matches(f.ty, f.made) {
+            continue;
+        }
         if !default_calls_with(
             &f.tree,
             f.func,
@@ -177,24 +195,18 @@ pub fn calling(
 pub fn generating(conn: &mut Connection, table: Oid) -> (Vec<(i16, Holds)>, Vec<Oid>) {
     let t = table.to_u32();
     let query = CString::new(format!(
-        "SELECT DISTINCT a.attnum::pg_catalog.int8,
+        "SELECT DISTINCT a.attnum::pg_catalog.int8, a.atttypid, p.prorettype,
                 (CASE p.proname WHEN 'gdid_next' THEN 2 ELSE 1 END)::pg_catalog.int8
            FROM pg_catalog.pg_attribute a
-           JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
            JOIN pg_catalog.pg_attribute da ON da.attname = a.attname AND NOT da.attisdropped
                 AND da.attrelid IN (SELECT {t}::pg_catalog.oid UNION ALL
                                     SELECT relid FROM pg_catalog.pg_partition_ancestors({t}::pg_catalog.oid))
-           JOIN pg_catalog.pg_attrdef d ON d.adrelid = da.attrelid AND d.adnum = da.attnum
-           JOIN pg_catalog.pg_depend u ON u.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
-                AND u.objid = d.oid AND u.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
-           JOIN pg_catalog.pg_proc p ON p.oid = u.refobjid AND p.proname IN ('snowflake_next', 'gdid_next')
+           JOIN ({DEFAULTS_CALLING}) d ON d.rel = da.attrelid AND d.num = da.attnum
+           JOIN pg_catalog.pg_proc p ON p.oid = d.func AND p.proname IN ('snowflake_next', 'gdid_next')
            JOIN pg_catalog.pg_depend x ON x.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
                 AND x.objid = p.oid AND x.deptype = 'e'
            JOIN pg_catalog.pg_extension e ON e.oid = x.refobjid AND e.extname = 'snowflake_id'
-           JOIN pg_catalog.pg_type r ON r.oid = p.prorettype
           WHERE a.attrelid = {t}::pg_catalog.oid AND a.attnum > 0 AND NOT a.attisdropped
-            AND CASE t.typtype WHEN 'd' THEN t.typbasetype ELSE t.oid END
-              = CASE r.typtype WHEN 'd' THEN r.typbasetype ELSE r.oid END
           ORDER BY 1"
     ))
     .expect("no NUL in the query");
@@ -203,11 +215,13 @@ pub fn generating(conn: &mut Connection, table: Oid) -> (Vec<(i16, Holds)>, Vec<
         (0..rows.len())
             .filter_map(|r| {
                 let attnum = i16::try_from(rows.i64(r, 1)?).ok()?;
-                let holds = match rows.i64(r, 2)? {
+                let (ty, made) = (rows.oid(r, 2)?, rows.oid(r, 3)?);
+                let holds = match rows.i64(r, 4)? {
                     2 => Holds::Gdids,
                     _ => Holds::Integers,
                 };
-                Some((attnum, holds))
+                // Detection decodes the generator's own type: bigint for snowflake IDs.
+                (base_type(ty) == base_type(made)).then_some((attnum, holds))
             })
             .collect()
     };

@@ -424,8 +424,17 @@ unsafe extern "C-unwind" fn check_node_id(
     _extra: *mut *mut c_void,
     source: pg_sys::GucSource::Type,
 ) -> bool {
+    // A value from the configuration files (ALTER SYSTEM checks what it writes this way) may
+    // go with a node_bits that is written too but not in force yet: only the widest layout's
+    // bound here. The pair is checked where it matters: at start (FATAL) and after ALTER
+    // SYSTEM (a WARNING naming the other setting, see `utility`).
+    let max = if source == pg_sys::GucSource::PGC_S_FILE {
+        (1 << MAX_NODE_BITS) - 1
+    } else {
+        MAX_NODE.load(Ordering::Relaxed)
+    };
     // SAFETY: called by PostgreSQL as a string check hook.
-    unsafe { check_decimal(newval, source, MAX_NODE.load(Ordering::Relaxed)) }
+    unsafe { check_decimal(newval, source, max) }
 }
 
 #[pg_guard]

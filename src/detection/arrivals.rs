@@ -1,11 +1,19 @@
 //! The trigger that sees new values arrive: `snowflake_arrival_trigger()`, fired after each
-//! row a logical replication apply worker inserts into a table with a generating column (see
-//! `watch` for which tables have it, and why it fires only there).
+//! row a logical replication apply worker inserts into (or deletes from) a table with a
+//! generating column (see `watch` for which tables have it, and why it fires only there).
 //!
 //! A generating column is one whose DEFAULT calls a generator (`defaults::generating`): a
 //! value a replicated INSERT brings into it was made by the server that inserted the row.
 //! Updates, deletes, and keys copied into other columns (foreign keys) are never counted,
 //! whoever made the key: they say nothing about who generates now.
+//!
+//! Two kinds of insert are not new values either. An UPDATE that moves a row to another
+//! partition arrives as a DELETE and an INSERT of the same key (published that way, or routed
+//! so on this server): the trigger fires on DELETE too and keeps the last keys deleted, and
+//! an INSERT of one of them is the row moving, not counted. And rows that `COPY` loads (the
+//! initial copy of a pglogical subscription, made by a session with the subscription's
+//! origin; a native one's table synchronisation origin is recognised by its name) are old
+//! rows, not counted.
 //!
 //! The columns of each table are looked up once per process and kept until the relation
 //! cache says the table or one of its partitioned ancestors changed.
@@ -84,9 +92,9 @@ pub fn fired(call: Call<'_>) -> Datum {
         return Datum::from(0);
     }
     let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
-    if op == pg_sys::TRIGGER_EVENT_INSERT {
-        if let Some(origin) = super::counted_origin() {
-            count_row(relation, tuple, origin);
+    if op == pg_sys::TRIGGER_EVENT_INSERT || op == pg_sys::TRIGGER_EVENT_DELETE {
+        if let Some(origin) = super::counted_origin().filter(|_| !copying()) {
+            row(relation, tuple, origin, op == pg_sys::TRIGGER_EVENT_DELETE);
         }
     }
     // What a BEFORE trigger returns is the row to write: the row as it came.
@@ -97,7 +105,19 @@ pub fn fired(call: Call<'_>) -> Datum {
     }
 }
 
-fn count_row(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, origin: u16) {
+/// Whether the statement running is a `COPY`.
+fn copying() -> bool {
+    // SAFETY: ActivePortal is NULL or the portal running now (a session's statement; apply
+    // workers run none).
+    unsafe {
+        let portal = pg_sys::ActivePortal;
+        !portal.is_null() && (*portal).commandTag == pg_sys::CommandTag::CMDTAG_COPY
+    }
+}
+
+/// The generating values of a row inserted (counted, unless just deleted: a move) or deleted
+/// (kept for that comparison).
+fn row(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, origin: u16, deleted: bool) {
     // SAFETY: the trigger's relation, open while it fires.
     let (table, desc) = unsafe { ((*relation).rd_id, (*relation).rd_att) };
     // A counted reference, not a borrow of the cache: counting can read the catalog (a
@@ -109,28 +129,92 @@ fn count_row(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, origin: u16) 
     };
     for &(attnum, what) in columns.iter() {
         let mut isnull = false;
-        // SAFETY: the row being inserted, described by its relation's descriptor; attnum is
+        // SAFETY: the row inserted or deleted, described by its relation's descriptor; attnum is
         // one of the relation's columns (from the catalog, dropped columns excluded).
         let value = unsafe { pg_sys::heap_getattr(tuple, i32::from(attnum), desc, &mut isnull) };
         if isnull {
             continue;
         }
-        match what {
+        let (key, number) = match what {
             What::Node => {
-                let Some(server) = guc::server() else {
+                let id = value.value() as u64;
+                let Some(parts) = guc::server().and_then(|s| s.layout.decode(id).ok()) else {
                     continue;
                 };
-                if let Ok(parts) = server.layout.decode(value.value() as u64) {
-                    super::count(What::Node, parts.node as u16, origin);
-                }
+                (u128::from(id), parts.node as u16)
             }
             What::Authority => {
                 // SAFETY: a non-null value of a gdid column.
                 let g = unsafe { datum::read(value) };
-                super::count(What::Authority, u16::from(g.authority()), origin);
+                (gdid_key(g.to_bytes()), u16::from(g.authority()))
             }
+        };
+        let value = Deleted { what, key, origin };
+        if deleted {
+            recently_deleted().remember(value);
+        } else if !recently_deleted().take(value) {
+            super::count(what, number, origin);
         }
     }
+}
+
+/// A gdid's 12 bytes as a number, for comparing keys.
+fn gdid_key(bytes: [u8; 12]) -> u128 {
+    let mut padded = [0; 16];
+    padded[4..].copy_from_slice(&bytes);
+    u128::from_be_bytes(padded)
+}
+
+/// A generating value a replicated DELETE removed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Deleted {
+    what: What,
+    key: u128,
+    origin: u16,
+}
+
+/// How many deleted values are kept: a move's INSERT follows its DELETE in the same change or
+/// the next, so a few are enough.
+const DELETED_KEPT: usize = 16;
+
+/// The last values deleted, the oldest overwritten first.
+struct RecentlyDeleted {
+    kept: [Option<Deleted>; DELETED_KEPT],
+    next: usize,
+}
+
+impl RecentlyDeleted {
+    fn remember(&mut self, d: Deleted) {
+        self.kept[self.next] = Some(d);
+        self.next = (self.next + 1) % DELETED_KEPT;
+    }
+
+    /// Whether `d` was deleted (and forgets it).
+    fn take(&mut self, d: Deleted) -> bool {
+        match self.kept.iter_mut().find(|k| **k == Some(d)) {
+            Some(k) => {
+                *k = None;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// The one [`RecentlyDeleted`] of this process.
+struct DeletedInThisProcess(UnsafeCell<RecentlyDeleted>);
+
+// SAFETY: a backend is one thread; nothing else ever reaches the cell.
+unsafe impl Sync for DeletedInThisProcess {}
+
+static DELETED: DeletedInThisProcess = DeletedInThisProcess(UnsafeCell::new(RecentlyDeleted {
+    kept: [None; DELETED_KEPT],
+    next: 0,
+}));
+
+fn recently_deleted() -> &'static mut RecentlyDeleted {
+    // SAFETY: see DeletedInThisProcess; each use is one call that touches nothing else.
+    unsafe { &mut *DELETED.0.get() }
 }
 
 /// The generating columns of `table`, from the catalog; kept unless an invalidation
@@ -172,9 +256,23 @@ fn register_callback() {
     unsafe {
         errors::guarded(|| {
             pg_sys::CacheRegisterRelcacheCallback(Some(invalidate), Datum::from(0));
+            // A domain's DEFAULT changing changes its columns' tables, unannounced.
+            pg_sys::CacheRegisterSyscacheCallback(
+                pg_sys::SysCacheIdentifier::TYPEOID as i32,
+                Some(types_changed),
+                Datum::from(0),
+            );
         });
     }
     cache().registered = true;
+}
+
+/// The type cache's callback: some type changed; every table's columns are looked up again.
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn types_changed(_arg: Datum, _cache: i32, _hash: u32) {
+    let cache = cache();
+    cache.invalidations += 1;
+    cache.tables.clear();
 }
 
 /// The relation cache's callback: `relid` changed (every relation, if InvalidOid).

@@ -3,7 +3,8 @@
 //!
 //! The trigger is an internal one, as PostgreSQL's own foreign-key triggers are: `pg_dump`
 //! does not dump it, `\d` does not list it, and only a superuser can disable it. It fires
-//! AFTER INSERT FOR EACH ROW, `ENABLE REPLICA`: only where `session_replication_role` is
+//! AFTER INSERT OR DELETE FOR EACH ROW (a DELETE and an INSERT of one key are a row moving
+//! between partitions, see `arrivals`), `ENABLE REPLICA`: only where `session_replication_role` is
 //! `replica`, as in logical replication apply workers (native and pglogical). A local insert
 //! passes it by with one comparison; an AFTER trigger, unlike a BEFORE one, leaves `COPY`
 //! its multi-row inserts. It depends on its function automatically, so that it goes with
@@ -12,7 +13,9 @@
 //! Tables get it when the catalog changes in a way that can make a column generating or stop
 //! it: a DEFAULT stored or dropped (CREATE TABLE, `ALTER COLUMN ... SET DEFAULT`, `LIKE ...
 //! INCLUDING DEFAULTS`, a restore), a partition attached or detached (a partition's column is
-//! generating when its partitioned ancestor's DEFAULT is). PostgreSQL's object access hook
+//! generating when its partitioned ancestor's DEFAULT is), a table created or altered (a
+//! column of a domain whose DEFAULT generates; `SET LOGGED` makes a table that can be
+//! replicated), a domain's DEFAULT changed. PostgreSQL's object access hook
 //! says which relations; at the end of the utility statement (`utility`), with the catalog
 //! changes visible, each is brought in line. A partitioned table has no rows of its own: its
 //! leaf partitions get the trigger. `ALTER TABLE ... ENABLE TRIGGER ALL` (which `pg_dump
@@ -34,6 +37,11 @@ use crate::spi::{self, Connection};
 /// The base of the trigger's name; PostgreSQL appends the trigger's OID to an internal one.
 const TRIGGER_NAME: &std::ffi::CStr = c"snowflake_arrivals";
 
+/// What the trigger fires on, as `pg_trigger.tgtype` has it: AFTER (no BEFORE bit) INSERT OR
+/// DELETE FOR EACH ROW.
+const EVENTS: i16 = (pg_sys::TRIGGER_TYPE_INSERT | pg_sys::TRIGGER_TYPE_DELETE) as i16;
+const TGTYPE: i64 = pg_sys::TRIGGER_TYPE_ROW as i64 | EVENTS as i64;
+
 // Fixed OIDs of catalogs that pgrx's bindings leave out (catalog/pg_attrdef.h, pg_inherits.h).
 const ATTR_DEFAULT_RELATION_ID: Oid = Oid::from_u32(2604);
 const INHERITS_RELATION_ID: Oid = Oid::from_u32(2611);
@@ -45,6 +53,8 @@ struct Pending {
     relations: Vec<Oid>,
     /// Triggers enabled or disabled.
     triggers: Vec<Oid>,
+    /// Types altered (a domain's DEFAULT).
+    types: Vec<Oid>,
 }
 
 /// The one [`Pending`] of this process.
@@ -102,6 +112,15 @@ unsafe extern "C-unwind" fn object_access(
                 OAT_POST_ALTER if class == INHERITS_RELATION_ID => {
                     pending().relations.push(object);
                 }
+                // A table created (a column of a domain with a DEFAULT has no default of
+                // its own), a column added, a table altered (SET LOGGED, a rewrite).
+                OAT_POST_CREATE | OAT_POST_ALTER if class == pg_sys::RelationRelationId => {
+                    pending().relations.push(object);
+                }
+                // ALTER DOMAIN ... SET DEFAULT: the tables with columns of the domain.
+                OAT_POST_ALTER if class == pg_sys::TypeRelationId => {
+                    pending().types.push(object);
+                }
                 OAT_POST_ALTER if class == pg_sys::TriggerRelationId => {
                     pending().triggers.push(object);
                 }
@@ -118,8 +137,8 @@ pub fn before_statement() {
 
 /// Called after each utility statement: brings the tables it changed in line.
 pub fn after_statement() {
-    let p = std::mem::take(pending());
-    if p.relations.is_empty() && p.triggers.is_empty() {
+    let mut p = std::mem::take(pending());
+    if p.relations.is_empty() && p.triggers.is_empty() && p.types.is_empty() {
         return;
     }
     // SAFETY: plain reads of transaction state; CommandCounterIncrement makes the statement's
@@ -134,6 +153,7 @@ pub fn after_statement() {
         let Some(function) = trigger_function(conn) else {
             return;
         };
+        p.relations.extend(tables_with_types(conn, &p.types));
         for table in leaves(conn, &p.relations) {
             bring_in_line(conn, table, function);
         }
@@ -174,7 +194,7 @@ pub fn watch_all() -> i32 {
             if bring_in_line(conn, table, function) == Some(true) {
                 created += 1;
             }
-            if let Some(trigger) = trigger_on(conn, table, function) {
+            if let Some((trigger, _)) = trigger_on(conn, table, function) {
                 enable_replica(conn, trigger, function);
             }
         }
@@ -194,6 +214,22 @@ fn trigger_function(conn: &mut Connection) -> Option<Oid> {
                      AND e.extname = 'snowflake_id'
                    WHERE p.proname = 'snowflake_arrival_trigger'";
     conn.select(query, 1).oid(0, 1)
+}
+
+/// The tables with a column of one of `types`.
+fn tables_with_types(conn: &mut Connection, types: &[Oid]) -> Vec<Oid> {
+    if types.is_empty() {
+        return Vec::new();
+    }
+    let list: Vec<String> = types.iter().map(|o| o.to_u32().to_string()).collect();
+    let query = CString::new(format!(
+        "SELECT DISTINCT attrelid FROM pg_catalog.pg_attribute
+          WHERE atttypid = ANY ('{{{}}}'::pg_catalog.oid[]) AND attnum > 0 AND NOT attisdropped",
+        list.join(",")
+    ))
+    .expect("no NUL in the query");
+    let rows = conn.select(&query, 0);
+    (0..rows.len()).filter_map(|r| rows.oid(r, 1)).collect()
 }
 
 /// The permanent plain tables among `relations` and the leaf partitions of partitioned ones.
@@ -218,15 +254,18 @@ fn leaves(conn: &mut Connection, relations: &[Oid]) -> Vec<Oid> {
     (0..rows.len()).filter_map(|r| rows.oid(r, 1)).collect()
 }
 
-/// This extension's trigger on `table`, if it has one.
-fn trigger_on(conn: &mut Connection, table: Oid, function: Oid) -> Option<Oid> {
+/// This extension's trigger on `table`, if it has one, and whether it fires on what this
+/// version's does (one made by an earlier build may not).
+fn trigger_on(conn: &mut Connection, table: Oid, function: Oid) -> Option<(Oid, bool)> {
     let query = CString::new(format!(
-        "SELECT oid FROM pg_catalog.pg_trigger WHERE tgrelid = {} AND tgfoid = {}",
+        "SELECT oid, tgtype::pg_catalog.int8 FROM pg_catalog.pg_trigger
+          WHERE tgrelid = {} AND tgfoid = {} AND tgisinternal",
         table.to_u32(),
         function.to_u32()
     ))
     .expect("no NUL in the query");
-    conn.select(&query, 1).oid(0, 1)
+    let rows = conn.select(&query, 1);
+    Some((rows.oid(0, 1)?, rows.i64(0, 2)? == TGTYPE))
 }
 
 /// Creates or drops the trigger of `table` as its columns require: Some(true) if created,
@@ -238,7 +277,12 @@ fn bring_in_line(conn: &mut Connection, table: Oid, function: Oid) -> Option<boo
             create(table, function);
             Some(true)
         }
-        (false, Some(trigger)) => {
+        (true, Some((trigger, false))) => {
+            drop_trigger(trigger);
+            create(table, function);
+            Some(true)
+        }
+        (false, Some((trigger, _))) => {
             drop_trigger(trigger);
             Some(false)
         }
@@ -248,7 +292,7 @@ fn bring_in_line(conn: &mut Connection, table: Oid, function: Oid) -> Option<boo
 
 fn create(table: Oid, function: Oid) {
     // SAFETY: a CreateTrigStmt made as the parser would make one for `CREATE TRIGGER ...
-    // AFTER INSERT ON table FOR EACH ROW EXECUTE FUNCTION function()`, but internal: the
+    // AFTER INSERT OR DELETE ON table FOR EACH ROW EXECUTE FUNCTION function()`, but internal: the
     // relation and function are given by OID, so neither name is looked up. CreateTrigger
     // takes the lock it needs on the table. The dependency on the function is then made
     // automatic (see the module's documentation).
@@ -260,7 +304,7 @@ fn create(table: Oid, function: Oid) {
             (*stmt).trigname = TRIGGER_NAME.as_ptr().cast_mut();
             (*stmt).row = true;
             (*stmt).timing = pg_sys::TRIGGER_TYPE_AFTER as i16;
-            (*stmt).events = pg_sys::TRIGGER_TYPE_INSERT as i16;
+            (*stmt).events = EVENTS;
             let trigger = pg_sys::CreateTriggerFiringOn(
                 stmt,
                 c"".as_ptr(),

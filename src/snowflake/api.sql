@@ -151,11 +151,26 @@ BEGIN
     IF NOT pg_has_role(current_user, rel.relowner, 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = '42501';
     END IF;
-    SELECT a.attnum, a.atttypid, a.attidentity INTO att
+    SELECT a.attnum, a.atttypid, a.attidentity, a.attgenerated INTO att
       FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col AND a.attnum > 0
        AND NOT a.attisdropped;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'column "%" of relation "%" does not exist', col, tbl USING ERRCODE = '42703';
+    END IF;
+    IF att.attgenerated <> '' THEN
+        RAISE EXCEPTION 'column "%" of relation "%" is a generated column', col, tbl
+            USING ERRCODE = '0A000',
+                  HINT = 'Only a column whose values are inserted can take them from a DEFAULT.';
+    END IF;
+    -- A partition key's type cannot change: one that is bigint already is converted in place.
+    IF att.atttypid <> 'int8'::regtype AND EXISTS (
+           SELECT FROM pg_partition_ancestors(tbl) a
+             JOIN pg_partitioned_table p ON p.partrelid = a.relid
+             JOIN pg_attribute k ON k.attrelid = p.partrelid AND k.attnum = ANY (p.partattrs)
+            WHERE k.attname = col) THEN
+        RAISE EXCEPTION 'column "%" of relation "%" is a partition key of type %, not bigint', col, tbl,
+            format_type(att.atttypid, NULL) USING ERRCODE = '0A000',
+            HINT = 'PostgreSQL cannot change the type of a partition key; only a bigint key can be converted.';
     END IF;
     IF att.atttypid NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
         RAISE EXCEPTION 'column "%" of relation "%" is of type %, not an integer type', col, tbl,
@@ -188,6 +203,29 @@ BEGIN
             HINT = 'Pass a shorter name as the third argument.';
     END IF;
 
+    -- A column that references the key and must become bigint cannot if it is a partition key.
+    FOR fk IN
+        WITH RECURSIVE refs(rel, attnum) AS (
+            SELECT tbl::oid, att.attnum::int2
+          UNION
+            SELECT k.conrelid, k.conkey[1]
+              FROM refs r JOIN pg_constraint k
+                ON k.contype = 'f' AND k.confrelid = r.rel AND k.confkey = ARRAY[r.attnum]
+               AND k.conparentid = 0
+        )
+        SELECT r.rel::regclass AS rel, a.attname
+          FROM refs r JOIN pg_attribute a ON a.attrelid = r.rel AND a.attnum = r.attnum
+         WHERE NOT (r.rel = tbl AND r.attnum = att.attnum) AND a.atttypid <> 'int8'::regtype
+           AND EXISTS (SELECT FROM pg_partition_ancestors(r.rel) pa
+                         JOIN pg_partitioned_table p ON p.partrelid = pa.relid
+                         JOIN pg_attribute k ON k.attrelid = p.partrelid AND k.attnum = ANY (p.partattrs)
+                        WHERE k.attname = a.attname)
+    LOOP
+        RAISE EXCEPTION 'column "%" of relation "%" references the key and is a partition key', fk.attname, fk.rel
+            USING ERRCODE = '0A000',
+                  HINT = 'PostgreSQL cannot change the type of a partition key; make it bigint first.';
+    END LOOP;
+
     -- What generated the values so far goes: the identity (and its sequence), or a default
     -- and the sequence the column owns. A sequence the column does not own stays.
     IF att.attidentity <> '' THEN
@@ -206,7 +244,9 @@ BEGIN
 
     -- The column, and every column that references it, directly or through others, become
     -- bigint.
-    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I TYPE bigint', tbl, col);
+    IF att.atttypid <> 'int8'::regtype THEN
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN %I TYPE bigint', tbl, col);
+    END IF;
     FOR fk IN
         WITH RECURSIVE refs(rel, attnum) AS (
             SELECT tbl::oid, att.attnum::int2
@@ -214,6 +254,7 @@ BEGIN
             SELECT k.conrelid, k.conkey[1]
               FROM refs r JOIN pg_constraint k
                 ON k.contype = 'f' AND k.confrelid = r.rel AND k.confkey = ARRAY[r.attnum]
+               AND k.conparentid = 0
         )
         SELECT r.rel::regclass AS rel, a.attname, a.atttypid
           FROM refs r JOIN pg_attribute a ON a.attrelid = r.rel AND a.attnum = r.attnum

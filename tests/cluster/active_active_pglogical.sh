@@ -8,8 +8,9 @@
 #     them, while both go on inserting: each receives its own keys back, which is not two
 #     servers sharing a node number.
 # Both end with identical tables, no insert conflict in the log, each server's rows in the order it
-# made them, nothing in snowflake_node_conflicts, and both still generating. Then a third
-# server with n1's node number, to which n2 subscribes too, is reported on n2.
+# made them, nothing in snowflake_node_conflicts, and both still generating; the same after
+# pglogical copies a table again. Then a third server with n1's node number, to which n2
+# subscribes too, is reported on n2.
 # majors: 15 (pglogical is packaged for Debian's PostgreSQL 15 only)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -102,6 +103,18 @@ for n in 1 2; do
     expect "$d" "SELECT snowflake_node(snowflake_next('orders')) = $n AND gdid_authority(gdid_next('shop', 'orders')) = $n" "t"
 done
 echo "figures: phase 2: each server updated, deleted and referenced $changed of the other's orders while inserting 1,000; $remaining orders and $((2 * changed)) items, identical on both; nothing reported"
+
+# pglogical resynchronises a table by copying it again: n2's copy of items comes back from
+# n1, half of it n2's own keys. A copy is old rows: nothing reported, both go on generating.
+sql "${dir[2]}" "SELECT pglogical.alter_subscription_resynchronize_table('from_n1', 'items')" >/dev/null
+synced() { sql_is "${dir[2]}" "SELECT status FROM pglogical.show_subscription_table('from_n1', 'items')" "$1"; }
+wait_until 60 "items resynchronised on n2" synced replicating
+wait_until 30 "the same contents on both after the resynchronisation" same_contents "${dir[1]}" "${dir[2]}"
+for n in 1 2; do
+    expect "${dir[$n]}" "SELECT count(*) FROM snowflake_node_conflicts" 0
+    expect "${dir[$n]}" "SELECT snowflake_node(snowflake_next('orders')) = $n AND gdid_authority(gdid_next('shop', 'orders')) = $n" "t"
+done
+echo "ok: a resynchronised table ($((2 * changed)) items, half of them n2's own) reported nothing"
 
 # A third server with n1's node number, to which n2 subscribes too, is reported on n2 (n2's
 # copy of its table generates its keys too, as the schema of a mesh has it).

@@ -137,4 +137,33 @@ sql "$db" "INSERT INTO own_node DEFAULT VALUES" >/dev/null || fail "another sess
 echo "ok: another session's temporary table is skipped"
 sql "$db" "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(30)%'" >/dev/null
 wait "$stager" || true
+
+# 6. Keys typed and defaulted as users write them: a domain with the DEFAULT (and a domain
+# over it, which copies it), a domain over a domain with the column's own DEFAULT, a domain
+# over snowflake. A template copy is a new database: each sequence is new there and must
+# continue above the copied keys.
+sql "$db" "CREATE DATABASE forms" >/dev/null
+pg_psql "$db" -d forms -q <<'SQL'
+CREATE EXTENSION snowflake_id;
+CREATE DOMAIN order_key AS gdid DEFAULT gdid_next('forms', 'orders');
+CREATE DOMAIN order_key2 AS order_key;
+CREATE DOMAIN g1 AS gdid;
+CREATE DOMAIN g2 AS g1;
+CREATE DOMAIN positive_id AS snowflake CHECK (VALUE > 0);
+CREATE TABLE by_domain (id order_key PRIMARY KEY, n int);
+CREATE TABLE by_domain2 (id order_key2 PRIMARY KEY, n int);
+CREATE TABLE by_nested (id g2 PRIMARY KEY DEFAULT gdid_next('forms', 'nested'), n int);
+CREATE TABLE by_snowflake_domain (id positive_id PRIMARY KEY DEFAULT snowflake_next('forms'), n int);
+INSERT INTO by_domain (n) SELECT g FROM generate_series(1, 5) g;
+INSERT INTO by_domain2 (n) SELECT g FROM generate_series(1, 5) g;
+INSERT INTO by_nested (n) SELECT g FROM generate_series(1, 5) g;
+INSERT INTO by_snowflake_domain (n) SELECT g FROM generate_series(1, 5) g;
+SQL
+sql "$db" "CREATE DATABASE forms_copy TEMPLATE forms" >/dev/null
+for t in by_domain by_domain2 by_nested by_snowflake_domain; do
+    sql "$db" "INSERT INTO $t (n) VALUES (6)" forms_copy >/dev/null ||
+        fail "$t: the first insert in a template copy repeated a key"
+    expect "$db" "SELECT count(*) FROM pg_trigger WHERE tgrelid = '$t'::regclass AND tgfoid = 'snowflake_arrival_trigger'::regproc" "1" forms_copy
+done
+echo "ok: domain defaults, domains over domains and a domain over snowflake are seeded and watched"
 echo "seeding: ok"

@@ -35,6 +35,15 @@ INSERT INTO elsewhere VALUES (4194304::bigint * 1001 + 4096 * 5 + 2, '0:6:3');
 UPDATE received SET parent = 4194304::bigint * 1001 + 4096 * 5 + 3, other = '0:6:4';
 UPDATE received SET id = id + 1 WHERE g = '0:6:1';
 DELETE FROM received WHERE g = '0:6:1';
+-- A row moving between partitions arrives as a DELETE and an INSERT of its keys: not new.
+DELETE FROM received WHERE g = '0:8:1';
+INSERT INTO received VALUES (4194304::bigint * 1001 + 4096 * 7 + 1, '0:8:1',
+                             4194304::bigint * 1000 + 4096 * 5 + 1, '0:6:1');
+-- Rows COPY loads (a pglogical subscription's initial copy, in a session with its origin)
+-- are old rows.
+COPY received FROM STDIN;
+1048576000000020489	0:6:9	\N	\N
+\.
 SELECT count(*) FROM snowflake_node_conflicts WHERE node_or_authority IN (5, 6);
 -- Inserted into the generating columns: reported at once, with a WARNING.
 INSERT INTO received VALUES (4194304::bigint * 1001 + 4096 * 5 + 1, '0:6:2');

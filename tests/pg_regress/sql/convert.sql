@@ -82,6 +82,39 @@ CREATE TABLE serial_kept (id serial PRIMARY KEY);
 SELECT snowflake_convert_column('serial_kept', 'id', '');
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM describe('serial_kept');
+-- A generated column is refused before anything changes; so is a partition key that is not
+-- bigint already (PostgreSQL cannot change its type), while a bigserial partition key is
+-- converted in place.
+CREATE TABLE generated (id int GENERATED ALWAYS AS (7) STORED, v int);
+SELECT snowflake_convert_column('generated', 'id');
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE parted_int (id serial, PRIMARY KEY (id)) PARTITION BY RANGE (id);
+CREATE TABLE parted_int_1 PARTITION OF parted_int FOR VALUES FROM (0) TO (100);
+SELECT snowflake_convert_column('parted_int', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM describe('parted_int');
+CREATE TABLE parted_big (id bigserial, PRIMARY KEY (id)) PARTITION BY RANGE (id);
+CREATE TABLE parted_big_1 PARTITION OF parted_big FOR VALUES FROM (MINVALUE) TO (MAXVALUE);
+INSERT INTO parted_big DEFAULT VALUES;
+SELECT snowflake_convert_column('parted_big', 'id');
+SELECT * FROM describe('parted_big');
+-- A key that a partitioned table references: its foreign key column (on the partitioned
+-- table, which its partitions follow) becomes bigint with it.
+CREATE TABLE referenced (id serial PRIMARY KEY);
+CREATE TABLE referencing (rid int REFERENCES referenced, k int) PARTITION BY RANGE (k);
+CREATE TABLE referencing_1 PARTITION OF referencing FOR VALUES FROM (0) TO (10);
+SELECT snowflake_convert_column('referenced', 'id');
+SELECT attrelid::regclass, format_type(atttypid, NULL) FROM pg_attribute
+ WHERE attname = 'rid' AND attrelid IN ('referencing'::regclass, 'referencing_1'::regclass)
+ ORDER BY attrelid::regclass::text;
+-- A referencing column that is a partition key (not bigint) cannot change type: refused
+-- before anything changes.
+CREATE TABLE referenced2 (id serial PRIMARY KEY);
+CREATE TABLE referencing2 (rid int REFERENCES referenced2) PARTITION BY HASH (rid);
+CREATE TABLE referencing2_0 PARTITION OF referencing2 FOR VALUES WITH (MODULUS 1, REMAINDER 0);
+SELECT snowflake_convert_column('referenced2', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM describe('referenced2');
 CREATE ROLE convert_user;
 GRANT SELECT, INSERT ON shared TO convert_user;
 SET ROLE convert_user;
@@ -91,7 +124,8 @@ RESET ROLE;
 
 DROP VIEW parent_view;
 DROP TABLE grandchild, child, parent, big, ident_always, ident_default, shared, notint, composite,
-    serial_kept;
+    serial_kept, generated, parted_int, parted_big, referencing, referenced, referencing2,
+    referenced2;
 DROP SEQUENCE shared_seq;
 DROP ROLE convert_user;
 DROP FUNCTION describe(regclass);

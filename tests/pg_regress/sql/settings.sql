@@ -13,8 +13,10 @@ SET snowflake.max_clock_ahead = '1s';
 SET snowflake.epoch = '2020-01-01';
 \echo :LAST_ERROR_SQLSTATE
 
--- Bounds are checked when the setting is written.
-ALTER SYSTEM SET snowflake.node_id = 1024;
+-- Bounds are checked when the setting is written: the node number's against the widest
+-- layout (13 node bits), since the node bits written with it may not be in force yet (the
+-- pair is checked below).
+ALTER SYSTEM SET snowflake.node_id = 8192;
 \echo :LAST_ERROR_SQLSTATE
 ALTER SYSTEM SET snowflake.node_id = -1;
 \echo :LAST_ERROR_SQLSTATE
@@ -98,6 +100,12 @@ ALTER SYSTEM SET snowflake.node_bits = 7;
 ALTER SYSTEM SET snowflake.node_id = 500;
 ALTER SYSTEM SET snowflake.node_bits = 13;
 ALTER SYSTEM SET snowflake.node_bits = 8;
+ALTER SYSTEM RESET snowflake.node_bits;
+ALTER SYSTEM RESET snowflake.node_id;
+-- A node number only the node bits written first make valid: accepted, without a WARNING.
+ALTER SYSTEM SET snowflake.node_bits = 13;
+ALTER SYSTEM SET snowflake.node_id = 5000;
+ALTER SYSTEM SET snowflake.node_id = 1024;
 ALTER SYSTEM RESET snowflake.node_bits;
 ALTER SYSTEM RESET snowflake.node_id;
 

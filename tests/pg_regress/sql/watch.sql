@@ -1,15 +1,15 @@
 -- Which tables have the trigger that detection of a shared node number needs (see conflicts):
 -- every permanent plain table with a generating column, one whose DEFAULT (or its partitioned
 -- ancestor's) calls snowflake_next or gdid_next and whose type is the generator's. The trigger
--- is internal (not dumped, not listed by \d), AFTER INSERT FOR EACH ROW, and fires only
--- where session_replication_role is replica, as in apply workers.
+-- is internal (not dumped, not listed by \d), AFTER INSERT OR DELETE FOR EACH ROW (tgtype
+-- 13), and fires only where session_replication_role is replica, as in apply workers.
 CREATE VIEW watched AS
     SELECT t.tgrelid::regclass AS table_name, t.tgenabled, t.tgisinternal, t.tgtype,
            t.tgname ~ '^snowflake_arrivals_[0-9]+$' AS named
       FROM pg_trigger t
      WHERE t.tgfoid = 'snowflake_arrival_trigger'::regproc
        AND t.tgrelid::regclass::text LIKE 'w\_%'
-     ORDER BY 1::text;
+     ORDER BY t.tgrelid::regclass::text;
 
 -- Every way of writing a generating DEFAULT.
 CREATE TABLE w_snowflake (id snowflake PRIMARY KEY DEFAULT snowflake_next('w1'));
@@ -21,6 +21,13 @@ ALTER TABLE w_added ADD COLUMN id snowflake DEFAULT snowflake_next('w5');
 CREATE TABLE w_later (id bigint);
 ALTER TABLE w_later ALTER COLUMN id SET DEFAULT snowflake_next('w6');
 CREATE TABLE w_like (LIKE w_gdid INCLUDING DEFAULTS);
+-- A domain's DEFAULT (a domain over it copies it), a domain over snowflake.
+CREATE DOMAIN w_dom AS gdid DEFAULT gdid_next('w', 'dom');
+CREATE DOMAIN w_dom2 AS w_dom;
+CREATE DOMAIN w_sdom AS snowflake CHECK (VALUE > 0);
+CREATE TABLE w_domain (id w_dom PRIMARY KEY);
+CREATE TABLE w_domain2 (id w_dom2 PRIMARY KEY);
+CREATE TABLE w_sdomain (id w_sdom DEFAULT snowflake_next('w15'));
 SELECT * FROM watched;
 
 -- Not generating: no DEFAULT, another function, a type the generator does not make, a copy
@@ -48,6 +55,18 @@ ALTER TABLE w_later ALTER COLUMN id DROP DEFAULT;
 SELECT count(*) FROM watched WHERE table_name = 'w_later'::regclass;
 ALTER TABLE w_later ALTER COLUMN id SET DEFAULT snowflake_next('w6');
 SELECT count(*) FROM watched WHERE table_name = 'w_later'::regclass;
+
+-- A domain's DEFAULT dropped: its columns' tables lose it (w_dom2 keeps the copy it made).
+ALTER DOMAIN w_dom DROP DEFAULT;
+SELECT table_name FROM watched WHERE table_name::text LIKE 'w\_domain%';
+ALTER DOMAIN w_dom SET DEFAULT gdid_next('w', 'dom');
+SELECT table_name FROM watched WHERE table_name::text LIKE 'w\_domain%';
+
+-- An unlogged table made logged can be replicated: it gets it.
+CREATE UNLOGGED TABLE w_unlogged (id snowflake DEFAULT snowflake_next('w16'));
+SELECT count(*) FROM watched WHERE table_name = 'w_unlogged'::regclass;
+ALTER TABLE w_unlogged SET LOGGED;
+SELECT count(*) FROM watched WHERE table_name = 'w_unlogged'::regclass;
 
 -- Partitions: each leaf gets it, the partitioned table (which holds no rows) does not;
 -- created as a partition, attached, attached below a sub-partitioned table; detached
@@ -95,6 +114,25 @@ DO $$ BEGIN
 END $$;
 SELECT tgenabled FROM watched WHERE table_name = 'w_snowflake'::regclass;
 
+-- As with a foreign key's triggers, disabling all of a table's triggers, this internal one
+-- included, takes a superuser; its owner disables its own with DISABLE TRIGGER USER.
+CREATE ROLE watch_owner;
+GRANT CREATE ON SCHEMA public TO watch_owner;
+SET ROLE watch_owner;
+CREATE TABLE w_owned (id snowflake DEFAULT snowflake_next('w17'));
+-- (The error names the trigger, whose name holds its OID: only the SQLSTATE is shown.)
+DO $$ BEGIN
+    ALTER TABLE w_owned DISABLE TRIGGER ALL;
+EXCEPTION WHEN insufficient_privilege THEN
+    RAISE NOTICE 'DISABLE TRIGGER ALL refused: %', SQLSTATE;
+END $$;
+ALTER TABLE w_owned DISABLE TRIGGER USER;
+ALTER TABLE w_owned ENABLE TRIGGER USER;
+DROP TABLE w_owned;
+RESET ROLE;
+REVOKE CREATE ON SCHEMA public FROM watch_owner;
+DROP ROLE watch_owner;
+
 -- snowflake_watch_tables() gives the trigger to a table that lacks it (one made while the
 -- library was not preloaded, or before an update from 0.2.0), and to none twice. Only for
 -- those it is granted to: it locks tables.
@@ -136,4 +174,6 @@ SELECT count(*) FROM watched WHERE table_name::text = 'w_snowflake';
 
 DROP VIEW watched, n_view;
 DROP TABLE w_bigint, w_gdid, w_cast, w_added, w_later, w_like, n_plain, n_other, n_numeric,
-    n_like, n_temp, n_unlogged, w_parted, w_part2, w_parted2, w_dynamic, w_own;
+    n_like, n_temp, n_unlogged, w_parted, w_part2, w_parted2, w_dynamic, w_own, w_domain,
+    w_domain2, w_sdomain, w_unlogged;
+DROP DOMAIN w_dom2, w_dom, w_sdom;
