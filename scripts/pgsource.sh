@@ -169,6 +169,9 @@ fi
     --with-system-tzdata=/usr/share/zoneinfo --with-extra-version=" (Debian $got, snowflake_id build)" \
     CFLAGS="-O2 -g" >configure.log 2>&1 || { tail -n 30 configure.log; exit 1; }
 jobs=$(nproc)
+# Run from `make test`, this script inherits the outer make's level: PostgreSQL's makefiles
+# generate their headers only at level 0.
+unset MAKELEVEL MAKEFLAGS MFLAGS
 make -s -j"$jobs" "${paths[@]}" >build.log 2>&1 || { grep -m 20 -B 2 -A 8 'error' build.log; exit 1; }
 make -s -j"$jobs" -C contrib "${paths[@]}" >>build.log 2>&1 || { grep -m 20 -B 2 -A 8 'error' build.log; exit 1; }
 make -s install "${paths[@]}" >>build.log 2>&1
