@@ -9,6 +9,8 @@ PG_MAJOR=15
 packages=(
     "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR"  # server, headers, pg_config, pgxs
     "postgresql-$PG_MAJOR-pglogical"                         # active-active test with pglogical
+    "postgresql-$PG_MAJOR-partman"                           # pg_partman 4 (partitions by ID)
+    "postgresql-$PG_MAJOR-auto-failover" pg-auto-failover-cli # failover under pg_auto_failover
     libclang-dev clang                                       # bindgen, for pgrx's bindings
     pkg-config build-essential                               # the C side of the build
     sudo faketime curl ca-certificates                       # pgrx test runner; cluster tests
@@ -43,6 +45,10 @@ fi
 for build in PG17_SOURCE PG18_SOURCE PG15_OLD_SOURCE; do
     declare -n spec=$build
     bash "$(dirname "$0")/pgsource.sh" "${spec[@]}"
+done
+# pg_partman 5 for 17 and 18 (15 has Debian's pg_partman 4, above).
+for pg_config in "$PG17_CONFIG" "$PG18_CONFIG"; do
+    bash "$(dirname "$0")/partman.sh" "$pg_config"
 done
 PGRX_HOME=${PGRX_HOME:-$HOME/.pgrx}
 if ! grep -qs "pg15 = \"$PG15_CONFIG\"" "$PGRX_HOME/config.toml" ||

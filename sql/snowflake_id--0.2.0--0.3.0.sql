@@ -173,3 +173,35 @@ COMMENT ON FUNCTION snowflake_watch_tables() IS
 
 -- The tables that already have a generating column.
 SELECT snowflake_watch_tables();
+
+-- New in 0.3.0. Time ranges as ID ranges: [from_ts, to_ts) is [the smallest ID of from_ts's millisecond,
+-- the smallest of to_ts's), of any node: an int8range for queries, and its bounds for range
+-- partitions (lower(), upper()). The form with a layout is IMMUTABLE, so that a partition
+-- predicate written with constants prunes at plan time. snowflake_interval: a duration's width
+-- in IDs, for partitioning by integer ranges (pg_partman's integer intervals).
+
+CREATE FUNCTION snowflake_range(from_ts timestamptz, to_ts timestamptz) RETURNS int8range
+    STABLE STRICT PARALLEL SAFE
+    LANGUAGE sql
+    RETURN pg_catalog.int8range(@extschema@.snowflake_from_timestamp(from_ts),
+                                @extschema@.snowflake_from_timestamp(to_ts));
+COMMENT ON FUNCTION snowflake_range(timestamptz, timestamptz) IS
+    'The IDs made in [from_ts, to_ts) by any node, as an int8range';
+
+CREATE FUNCTION snowflake_range(from_ts timestamptz, to_ts timestamptz, layout text) RETURNS int8range
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql
+    RETURN pg_catalog.int8range(@extschema@.snowflake_from_timestamp(from_ts, layout),
+                                @extschema@.snowflake_from_timestamp(to_ts, layout));
+COMMENT ON FUNCTION snowflake_range(timestamptz, timestamptz, text) IS
+    'The IDs of a named layout made in [from_ts, to_ts) by any node, as an int8range';
+
+CREATE FUNCTION snowflake_interval(d interval) RETURNS bigint
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql
+    RETURN (pg_catalog.round(pg_catalog.date_part('epoch', d)::numeric * 1000) * 4194304)::bigint;
+COMMENT ON FUNCTION snowflake_interval(interval) IS
+    'How far apart the IDs of two moments d apart are (milliseconds << 22, every node bits setting): a partition width for integer partitioning';
+
+COMMENT ON FUNCTION snowflake_drop_sequence(text) IS
+    'Drops the named sequence of this database when the transaction commits (true if it exists)';

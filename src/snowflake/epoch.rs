@@ -6,11 +6,11 @@
 //! on the server's TimeZone: a timestamp without an offset is UTC.
 
 use super::layout::UnixMs;
+pub use super::layout::DEFAULT_EPOCH_MS;
 
-/// The default of `snowflake.epoch` (a C string: it is the setting's boot value).
+/// The default of `snowflake.epoch` (a C string: it is the setting's boot value); in Unix
+/// milliseconds [`DEFAULT_EPOCH_MS`] (a unit test checks that they agree).
 pub const DEFAULT_EPOCH: &std::ffi::CStr = c"2025-01-01 00:00:00+00";
-/// [`DEFAULT_EPOCH`] in Unix milliseconds (a unit test checks that they agree).
-pub const DEFAULT_EPOCH_MS: UnixMs = 1_735_689_600_000;
 
 /// The range the README promises for an epoch: 1970-01-01 00:00:00 UTC to the last
 /// millisecond of 9999, after applying the offset.

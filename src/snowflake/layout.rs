@@ -45,6 +45,9 @@ pub const OWN_NODE_AND_COUNTER_BITS: u32 = 63 - OWN_TIME_BITS;
 pub const MIN_NODE_BITS: u32 = 7;
 pub const MAX_NODE_BITS: u32 = 13;
 pub const DEFAULT_NODE_BITS: u32 = 10;
+/// The default epoch, 2025-01-01 00:00:00 UTC, in Unix milliseconds (`epoch` parses the
+/// setting's text; a test there checks that the two agree).
+pub const DEFAULT_EPOCH_MS: UnixMs = 1_735_689_600_000;
 
 impl Layout {
     /// Our layout for a node width already checked against [`MIN_NODE_BITS`]..=[`MAX_NODE_BITS`].
@@ -175,7 +178,10 @@ pub struct Preset {
 /// - pgedge: pgEdge snowflake 2.0 to 2.6, snowflake.c: ms << 22 | node << 12 | count, epoch
 ///   2023-01-01 (1672531200 s). Its README's older text puts the counter above the node; the
 ///   source of every 2.x release does not.
-pub const PRESETS: [Preset; 4] = [
+/// - snowflake_id: this extension's own layout under the default settings, so that IDs of a
+///   server on the defaults have IMMUTABLE decoders and bounds (partition pruning at plan
+///   time).
+pub const PRESETS: [Preset; 5] = [
     Preset {
         name: "twitter",
         layout: Layout {
@@ -211,6 +217,10 @@ pub const PRESETS: [Preset; 4] = [
             counter_bits: 12,
             epoch_ms: 1_672_531_200_000,
         },
+    },
+    Preset {
+        name: "snowflake_id",
+        layout: Layout::own(DEFAULT_NODE_BITS, DEFAULT_EPOCH_MS),
     },
 ];
 
@@ -355,6 +365,13 @@ mod tests {
         }
         assert!(preset(b" PGEDGE ").is_some());
         assert!(preset(b"sonyflake").is_none());
-        assert_eq!(preset_names(), "twitter, discord, instagram, pgedge");
+        assert_eq!(
+            preset_names(),
+            "twitter, discord, instagram, pgedge, snowflake_id"
+        );
+        // The extension's own preset is the default of its settings: an ID made with them
+        // decodes the same through the preset.
+        let own = preset(b"snowflake_id").unwrap().layout;
+        assert_eq!(own, Layout::own(DEFAULT_NODE_BITS, DEFAULT_EPOCH_MS));
     }
 }
