@@ -182,17 +182,50 @@ SELECT snowflake_watch_tables();
 
 CREATE FUNCTION snowflake_range(from_ts timestamptz, to_ts timestamptz) RETURNS int8range
     STABLE STRICT PARALLEL SAFE
-    LANGUAGE sql
-    RETURN pg_catalog.int8range(@extschema@.snowflake_from_timestamp(from_ts),
-                                @extschema@.snowflake_from_timestamp(to_ts));
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- Checked before the bounds are cut to milliseconds, as tstzrange() checks them.
+    IF from_ts > to_ts THEN
+        RAISE EXCEPTION 'snowflake_range: from_ts is later than to_ts'
+            USING ERRCODE = 'data_exception';
+    END IF;
+    RETURN int8range(@extschema@.snowflake_from_timestamp(from_ts),
+                     @extschema@.snowflake_from_timestamp(to_ts));
+END
+$$;
 COMMENT ON FUNCTION snowflake_range(timestamptz, timestamptz) IS
     'The IDs made in [from_ts, to_ts) by any node, as an int8range';
 
 CREATE FUNCTION snowflake_range(from_ts timestamptz, to_ts timestamptz, layout text) RETURNS int8range
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE sql
-    RETURN pg_catalog.int8range(@extschema@.snowflake_from_timestamp(from_ts, layout),
-                                @extschema@.snowflake_from_timestamp(to_ts, layout));
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    lo bigint;
+    hi bigint;
+BEGIN
+    IF from_ts > to_ts THEN
+        RAISE EXCEPTION 'snowflake_range: from_ts is later than to_ts'
+            USING ERRCODE = 'data_exception';
+    END IF;
+    lo := @extschema@.snowflake_from_timestamp(from_ts, layout);
+    hi := @extschema@.snowflake_from_timestamp(to_ts, layout);
+    -- Layouts of 64 bits (discord, instagram) spend the sign bit on time: their IDs turn
+    -- negative at one moment, and no int8range holds the IDs on both sides of it.
+    IF lo > hi THEN
+        RAISE EXCEPTION 'the IDs of layout "%" turn negative within this time range', layout
+            USING ERRCODE = 'datetime_field_overflow',
+                  DETAIL = format('They are negative from %s UTC on.',
+                                  to_char(@extschema@.snowflake_timestamp(-9223372036854775808, layout)
+                                          AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')),
+                  HINT = 'Split the range at that moment.';
+    END IF;
+    RETURN int8range(lo, hi);
+END
+$$;
 COMMENT ON FUNCTION snowflake_range(timestamptz, timestamptz, text) IS
     'The IDs of a named layout made in [from_ts, to_ts) by any node, as an int8range';
 
@@ -205,3 +238,17 @@ COMMENT ON FUNCTION snowflake_interval(interval) IS
 
 COMMENT ON FUNCTION snowflake_drop_sequence(text) IS
     'Drops the named sequence of this database when the transaction commits (true if it exists)';
+
+-- Changed in 0.3.0: the layout form, IMMUTABLE, wrote ts in the session's TimeZone.
+CREATE OR REPLACE FUNCTION snowflake_decode_jsonb(id bigint, layout text) RETURNS jsonb
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql
+    -- ts in UTC whatever the session's TimeZone: the function is IMMUTABLE (indexes, generated
+    -- columns), so its result must not follow a setting. JSON's timestamp form, as to_jsonb
+    -- writes it under TimeZone UTC.
+    RETURN pg_catalog.jsonb_build_object(
+        'id', id::pg_catalog.text,
+        'ts', (pg_catalog.to_jsonb(pg_catalog.timezone('UTC', @extschema@.snowflake_timestamp(id, layout)))
+               OPERATOR(pg_catalog.#>>) '{}') OPERATOR(pg_catalog.||) '+00:00',
+        'node', @extschema@.snowflake_node(id, layout),
+        'counter', @extschema@.snowflake_counter(id, layout));

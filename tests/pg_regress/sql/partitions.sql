@@ -28,6 +28,17 @@ SELECT snowflake_range('2026-11-23', '2026-11-24', 'discord');
 SELECT snowflake_range('2026-11-23', '2026-11-23') AS empty;
 SELECT snowflake_range('2026-11-24', '2026-11-23');
 \echo :LAST_ERROR_SQLSTATE
+-- Reversed within one millisecond: refused too (checked before the cut to milliseconds).
+SELECT snowflake_range('2026-11-24 00:00:00.0009', '2026-11-24 00:00:00.0001', 'snowflake_id');
+\echo :LAST_ERROR_SQLSTATE
+-- An empty range has no bounds: lower() and upper() are NULL.
+SELECT lower(r) IS NULL AND upper(r) IS NULL AS empty_has_null_bounds
+  FROM snowflake_range('2026-11-24 00:00:00.0001', '2026-11-24 00:00:00.0009') r;
+-- Layouts of 64 bits spend the sign bit on time: their IDs turn negative at one moment
+-- (instagram in 2046, discord in 2084), and no int8range holds both sides.
+SELECT snowflake_range('2046-01-01', '2047-06-01', 'instagram');
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_range('2047-01-01', '2047-01-02', 'instagram') AS all_negative;
 SELECT snowflake_range(NULL, '2026-11-23') IS NULL AS null_in_null_out;
 SELECT snowflake_range('2026-11-23', '2026-11-24', 'nope');
 \echo :LAST_ERROR_SQLSTATE
@@ -121,6 +132,21 @@ SELECT count(*) FROM recent WHERE id::bigint <@ snowflake_range(now() - interval
 -- text, in JSON too, every bit survives.
 SELECT to_json(9007199254740993::bigint)::text AS as_a_number,
        to_json(9007199254740993::bigint::text)::text AS as_a_string;
+-- snowflake_decode_jsonb(id, layout) is IMMUTABLE: its ts is UTC whatever TimeZone says, so an
+-- index on it agrees with a scan in every session.
+CREATE TABLE decoded_ids (id bigint);
+INSERT INTO decoded_ids VALUES (383233962446684159);
+CREATE INDEX decoded_ts ON decoded_ids ((snowflake_decode_jsonb(id, 'snowflake_id') ->> 'ts'));
+SET TimeZone = 'Asia/Kolkata';
+SELECT snowflake_decode_jsonb(383233962446684159, 'snowflake_id') ->> 'ts' AS ts_in_utc,
+       snowflake_decode_jsonb(383233962446684159) ->> 'ts' AS ts_in_the_sessions_zone;
+SET enable_seqscan = off;
+SELECT count(*) AS through_the_index FROM decoded_ids
+ WHERE snowflake_decode_jsonb(id, 'snowflake_id') ->> 'ts' = '2027-11-24T12:34:56.789+00:00';
+RESET enable_seqscan;
+RESET TimeZone;
+SET timezone = 'UTC';
+DROP TABLE decoded_ids;
 SELECT bool_and(id::text::bigint = id AND (jsonb_build_object('id', id::text)->>'id')::bigint = id)
            AS every_bit_kept
   FROM (SELECT id FROM daily UNION ALL SELECT id FROM recent
