@@ -11,6 +11,7 @@ packages=(
     "postgresql-$PG_MAJOR-pglogical"                         # active-active test with pglogical
     "postgresql-$PG_MAJOR-partman"                           # pg_partman 4 (partitions by ID)
     "postgresql-$PG_MAJOR-auto-failover" pg-auto-failover-cli # failover under pg_auto_failover
+    patroni etcd-server                                      # failover under Patroni
     libclang-dev clang                                       # bindgen, for pgrx's bindings
     pkg-config build-essential                               # the C side of the build
     sudo faketime curl ca-certificates                       # pgrx test runner; cluster tests
