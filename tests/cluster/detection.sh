@@ -26,11 +26,11 @@ node() {
     pg_psql "$CLUSTER_ROOT/$name" -d postgres -q -c "CREATE EXTENSION snowflake_id" \
         -c "CREATE TABLE t_$name $(printf "$TABLE" "$name" "$name")" -c "CREATE PUBLICATION pub_$name FOR TABLE t_$name"
 }
-# subscribe SUBSCRIBER PUBLISHER [binary [origin]]: the subscriber gets t_PUBLISHER (no
-# initial copy), in text or binary format; its copy of the table has the same defaults.
+# subscribe SUBSCRIBER PUBLISHER [binary [origin [enabled]]]: the subscriber gets t_PUBLISHER
+# (no initial copy), in text or binary format; its copy of the table has the same defaults.
 subscribe() {
     local origin=""
-    [ -n "${4:-}" ] && origin=", origin = $4"
+    [ -n "${4:-}" ] && origin=", origin = $4, enabled = ${5:-true}"
     # shellcheck disable=SC2059
     pg_psql "$CLUSTER_ROOT/$1" -d postgres -q -c "CREATE TABLE IF NOT EXISTS t_$2 $(printf "$TABLE" "$2" "$2")"
     PGOPTIONS='-c client_min_messages=warning' pg_psql "$CLUSTER_ROOT/$1" -d postgres -qc \
@@ -181,12 +181,16 @@ echo "ok: a failover ($before rows from f1, then $((after - before)) from the pr
 if [ "$("$PG_BINDIR/postgres" --version | sed 's/.* \([0-9]*\)\..*/\1/')" -ge 16 ]; then
     node m1 41 3 "snowflake.refuse_shared_node = on"
     node m2 41 4 "snowflake.refuse_shared_node = on"
-    subscribe m1 m2 false none
-    subscribe m2 m1 false none
-    generate m1 2 &
+    # Both make rows before either sees the other's: otherwise the first to see them refuses
+    # before it has made any, and the other has nothing to see.
+    subscribe m1 m2 false none false
+    subscribe m2 m1 false none false
+    generate m1 1 &
     g1=$!
-    generate m2 2 || true
-    wait $g1 || true
+    generate m2 1
+    wait $g1
+    pg_psql "$CLUSTER_ROOT/m1" -d postgres -qc "ALTER SUBSCRIPTION sub_m2 ENABLE"
+    pg_psql "$CLUSTER_ROOT/m2" -d postgres -qc "ALTER SUBSCRIPTION sub_m1 ENABLE"
     for m in m1 m2; do
         wait_until 20 "a report on $m" sql_is "$CLUSTER_ROOT/$m" "SELECT count(*) FROM snowflake_node_conflicts WHERE node_or_authority = 41 AND 'this server' = ANY (origins)" 1
         msg=$(sql "$CLUSTER_ROOT/$m" "SELECT snowflake_next('again')" 2>&1) && fail "$m generated with a shared node number"
