@@ -1,5 +1,5 @@
 # The two commands of the README, and a few helpers. Each installs what it needs.
-.PHONY: demo demo-stop test bench bench-insert bench-gdid bench-detection fuzz install lint package dist
+.PHONY: demo demo-stop test bench bench-insert bench-gdid bench-detection bench-table fuzz install lint package dist
 
 demo:            ## build, install, start a local PostgreSQL 15 with snowflake_id, show it working
 	bash scripts/demo.sh start
@@ -20,6 +20,9 @@ bench-insert:    ## INSERT ... DEFAULT with each key: pgbench (2 and 8 clients, 
 
 bench-gdid:      ## gdid against uuid, bigint, bytea on 10M rows: sort, index build, size
 	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/gdid.sh
+
+bench-table:     ## snowflake, gdid, bigserial, UUIDv4, UUIDv7 keys on a large table: inserts while reading, sizes, WAL; a chart
+	bash scripts/setup.sh && bash scripts/demo.sh stop && PG_CONFIG=/usr/lib/postgresql/18/bin/pg_config bash scripts/install.sh && bash benches/table.sh
 
 bench-detection: ## what noticing shared node numbers costs: the trigger on the apply path and on local inserts
 	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/detection.sh
