@@ -105,43 +105,21 @@ psql1() { "$PG_BINDIR/psql" -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "${port[$1]}" 
 preloaded() { [ "$(psql1 "$1" -Atq -c "SHOW shared_preload_libraries" 2>/dev/null)" = "pg_stat_statements, snowflake_id" ]; }
 wait_until 60 "node1 single" is_state node1 single
 wait_until 60 "node1 with the extension preloaded" preloaded node1
-psql1 node1 -q -c "CREATE EXTENSION snowflake_id" -c "CREATE TABLE orders (
-    id snowflake PRIMARY KEY DEFAULT snowflake_next('orders'),
-    g gdid NOT NULL UNIQUE DEFAULT gdid_next('shop', 'orders'),
-    client int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())"
+psql1 node1 -q -c "CREATE EXTENSION snowflake_id" -c "$HA_ORDERS"
 node node2
 run node2
 wait_until 120 "node2 secondary" is_state node2 secondary
 wait_until 30 "node1 primary" is_state node1 primary
 echo "ok: monitor, node1 primary, node2 secondary ($(psql1 node1 -Atc "SHOW synchronous_standby_names"))"
 
-dsn="host=127.0.0.1,127.0.0.1 port=${port[node1]},${port[node2]} user=postgres dbname=postgres target_session_attrs=read-write connect_timeout=2"
-# client N: inserts one row per transaction until told to stop (at most 20,000 attempts);
-# each committed insert's keys, with the time, go to $R/client.N.
-client() {
-    local i out
-    for ((i = 0; i < 20000; i++)); do
-        [ -f "$R/stop" ] && return 0
-        if out=$("$PG_BINDIR/psql" -X -Atq "$dsn" -c "INSERT INTO orders (client) VALUES ($1) RETURNING id, g" 2>>"$R/client.$1.err"); then
-            echo "$(date +%s.%N) $out" | tr '|' ' ' >>"$R/client.$1"
-        else
-            sleep 0.1
-        fi
-    done
-}
-# committed: the keys all clients got so far.
-committed() { cat "$R"/client.[12] 2>/dev/null | wc -l; }
-# inserts_after TIME N: whether N inserts committed after TIME (seconds since the epoch).
-inserts_after() { [ "$(cat "$R"/client.[12] 2>/dev/null | awk -v t="$1" '$1 > t' | wc -l)" -ge "$2" ]; }
-client 1 &
-clients=($!)
-client 2 &
-clients+=($!)
+HA_DSN="host=127.0.0.1,127.0.0.1 port=${port[node1]},${port[node2]} user=postgres dbname=postgres target_session_attrs=read-write connect_timeout=2"
+HA_DIR=$R
+ha_start_clients
 wait_until 30 "inserts" lines_at_least 100 "$R/client.1" "$R/client.2"
-phase1=$(committed)
+phase1=$(ha_committed)
 
 # 1. The primary dies.
-before_kill=$(committed)
+before_kill=$(ha_committed)
 kill_primary() {
     local pid
     pid=$(head -n 1 "$R/node1/postmaster.pid" 2>/dev/null || true)
@@ -151,12 +129,11 @@ kill_primary() {
     date +%s.%N
 }
 killed=$(kill_primary)
-wait_until 90 "an insert through the new primary" inserts_after "$killed" 1
-first=$(cat "$R"/client.[12] | awk -v k="$killed" '$1 > k {print $1}' | sort -n | head -n 1)
-failover=$(python3 -c "print(round($first - $killed, 1))")
+wait_until 90 "an insert through the new primary" ha_inserts_after "$killed" 1
+failover=$(ha_first_after "$killed")
 echo "figures: kill -9 of the primary: first committed insert through the new primary after ${failover} s ($before_kill inserts before)"
 wait_until 60 "node2 the primary" writable node2
-phase2_start=$(committed)
+phase2_start=$(ha_committed)
 
 # 2. The old primary comes back: a standby, which refuses to generate.
 run node1
@@ -167,53 +144,32 @@ grep -q "during recovery" <<<"$refusal" || fail "node1 generated while a standby
 code=$(psql1 node1 -Atq -v ON_ERROR_STOP=0 -c "SELECT gdid_next('shop', 'orders')" -c '\echo :LAST_ERROR_SQLSTATE' 2>/dev/null | tail -n 1)
 [ "$code" = 25006 ] || fail "node1 as a standby: gdid_next gave $code, not 25006"
 echo "ok: node1 rejoined as a standby and refuses to generate (25006)"
-phase2=$(($(committed) - phase2_start))
+phase2=$(($(ha_committed) - phase2_start))
 
-# 3. A planned switchover: node1 primary again.
-before_switch=$(committed)
+# 3. A planned switchover: node1 primary again. The monitor takes it only once node2 is
+# "primary" (not "wait_primary"), which follows node1's return by a health check or two.
+wait_until 60 "node2 primary with node1 its standby" is_state node2 primary
+before_switch=$(ha_committed)
 switched_at=$(date +%s.%N)
 autoctl perform switchover --pgdata "$R/monitor" >>"$R/switchover.log" 2>&1 || { tail "$R/switchover.log"; fail "switchover failed"; }
 wait_until 60 "node1 primary" is_state node1 primary
-wait_until 60 "inserts through node1" inserts_after "$switched_at" 50
-touch "$R/stop"
-wait "${clients[@]}"
-rm -f "$R/stop"
-phase3=$(($(committed) - before_switch))
-total=$(committed)
+wait_until 60 "inserts through node1" ha_inserts_after "$switched_at" 50
+ha_stop_clients
+phase3=$(($(ha_committed) - before_switch))
+total=$(ha_committed)
 
 # Every key returned once, in the table once, each client's keys increasing.
-for c in 1 2; do awk -v c="$c" '{print c "\t" $1 "\t" $2 "\t" $3}' "$R/client.$c"; done >"$R/returned.tsv"
-psql1 node1 -q -c "CREATE TABLE returned (client int, at numeric, id bigint, g gdid)" \
-    -c "\\copy returned FROM '$R/returned.tsv'"
-[ "$(psql1 node1 -Atc "SELECT count(*) - count(DISTINCT id) FROM returned")" = 0 ] || fail "a snowflake ID was returned twice"
-[ "$(psql1 node1 -Atc "SELECT count(*) - count(DISTINCT g) FROM returned")" = 0 ] || fail "a gdid was returned twice"
-[ "$(psql1 node1 -Atc "SELECT count(*) FROM returned r LEFT JOIN orders o USING (id, g) WHERE o.id IS NULL")" = 0 ] ||
-    fail "a key returned by a committed insert is not in the table"
-[ "$(psql1 node1 -Atc "SELECT count(*) FROM (SELECT id <= lag(id) OVER w OR g <= lag(g) OVER w AS back
-                                                FROM returned WINDOW w AS (PARTITION BY client ORDER BY at)) s
-                         WHERE back")" = 0 ] || fail "a client's keys did not always increase"
-grep -h "duplicate key" "$R"/client.*.err && fail "a duplicate key"
+ha_check_returned "${port[node1]}"
 echo "figures: synchronous: $total committed inserts, none repeated (phase 1: $phase1; during the failover and node1's return: $phase2; switchover and after: $phase3); failover ${failover} s"
 
 # 4. Asynchronous: node2 (now the standby) out of the replication quorum, the same kill.
 autoctl set node replication-quorum false --pgdata "$R/node2" >>"$R/node2.log" 2>&1 || fail "could not make node2 asynchronous"
 asynchronous() { [ -z "$(psql1 node1 -Atq -c 'SHOW synchronous_standby_names')" ]; }
 wait_until 30 "asynchronous replication" asynchronous
-rm -f "$R"/client.[12]
-client 1 &
-clients=($!)
-client 2 &
-clients+=($!)
+ha_start_clients
 wait_until 30 "inserts" lines_at_least 200 "$R/client.1" "$R/client.2"
 killed=$(kill_primary)
-wait_until 90 "inserts through the promoted asynchronous standby" inserts_after "$killed" 100
-touch "$R/stop"
-wait "${clients[@]}"
-before=$(cat "$R"/client.[12] | awk -v k="$killed" '$1 <= k' | wc -l)
-after=$(cat "$R"/client.[12] | awk -v k="$killed" '$1 > k' | wc -l)
-again=$(cat "$R"/client.[12] | awk '{print $2}' | sort | uniq -d | wc -l)
-again_g=$(cat "$R"/client.[12] | awk '{print $3}' | sort | uniq -d | wc -l)
-lost=$(cat "$R"/client.[12] | awk -v k="$killed" '$1 <= k {print $2}' | sort >"$R/before.ids"; \
-    "$PG_BINDIR/psql" -X -Atq "$dsn" -c "SELECT id FROM orders" | sort >"$R/now.ids"; comm -23 "$R/before.ids" "$R/now.ids" | wc -l)
-echo "figures: asynchronous: $before keys returned before the kill, $after after it; returned before the kill and missing after the failover: $lost; handed out again after the failover: $again snowflake IDs, $again_g gdids"
+wait_until 90 "inserts through the promoted asynchronous standby" ha_inserts_after "$killed" 100
+ha_stop_clients
+ha_asynchronous_figures "$killed" "${port[node2]}"
 echo "ha_auto_failover: ok"

@@ -151,40 +151,18 @@ config node2
 run node1
 wait_until 90 "node1 leader" is node1 primary
 wait_until 30 "node1 with the extension preloaded" preloaded node1
-psql1 node1 -q -c "CREATE EXTENSION snowflake_id" -c "CREATE TABLE orders (
-    id snowflake PRIMARY KEY DEFAULT snowflake_next('orders'),
-    g gdid NOT NULL UNIQUE DEFAULT gdid_next('shop', 'orders'),
-    client int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())"
+psql1 node1 -q -c "CREATE EXTENSION snowflake_id" -c "$HA_ORDERS"
 run node2
 wait_until 120 "node2 the synchronous standby" is node2 sync
 sync_on() { [ "$(sync_names "$1")" = "$2" ]; }
 wait_until 30 "node1 waiting for node2" sync_on node1 node2
 echo "ok: etcd, node1 leader, node2 synchronous standby (synchronous_standby_names = $(sync_names node1); node_id $(psql1 node2 -Atq -c 'SHOW snowflake.node_id'))"
 
-dsn="host=127.0.0.1,127.0.0.1 port=${port[node1]},${port[node2]} user=postgres dbname=postgres target_session_attrs=read-write connect_timeout=2"
-# client N: inserts one row per transaction until told to stop (at most 20,000 attempts);
-# each committed insert's keys, with the time, go to $R/client.N.
-client() {
-    local i out
-    for ((i = 0; i < 20000; i++)); do
-        [ -f "$R/stop" ] && return 0
-        if out=$("$PG_BINDIR/psql" -X -Atq "$dsn" -c "INSERT INTO orders (client) VALUES ($1) RETURNING id, g" 2>>"$R/client.$1.err"); then
-            echo "$(date +%s.%N) $out" | tr '|' ' ' >>"$R/client.$1"
-        else
-            sleep 0.1
-        fi
-    done
-}
-# committed: the keys all clients got so far.
-committed() { cat "$R"/client.[12] 2>/dev/null | wc -l; }
-# inserts_after TIME N: whether N inserts committed after TIME (seconds since the epoch).
-inserts_after() { [ "$(cat "$R"/client.[12] 2>/dev/null | awk -v t="$1" '$1 > t' | wc -l)" -ge "$2" ]; }
-client 1 &
-clients=($!)
-client 2 &
-clients+=($!)
+HA_DSN="host=127.0.0.1,127.0.0.1 port=${port[node1]},${port[node2]} user=postgres dbname=postgres target_session_attrs=read-write connect_timeout=2"
+HA_DIR=$R
+ha_start_clients
 wait_until 30 "inserts" lines_at_least 100 "$R/client.1" "$R/client.2"
-phase1=$(committed)
+phase1=$(ha_committed)
 
 # kill_leader NODE: kill -9 of its Patroni and its postmaster (the whole session Patroni
 # started it in, so no backend outlives it); prints the time.
@@ -199,15 +177,14 @@ kill_leader() {
 down() { ! "$PG_BINDIR/pg_isready" -q -h 127.0.0.1 -p "${port[$1]}"; }
 
 # 1. The leader dies.
-before_kill=$(committed)
+before_kill=$(ha_committed)
 killed=$(kill_leader node1)
 wait_until 5 "node1's server gone" down node1
-wait_until 90 "an insert through the new leader" inserts_after "$killed" 1
-first=$(cat "$R"/client.[12] | awk -v k="$killed" '$1 > k {print $1}' | sort -n | head -n 1)
-failover=$(python3 -c "print(round($first - $killed, 1))")
+wait_until 90 "an insert through the new leader" ha_inserts_after "$killed" 1
+failover=$(ha_first_after "$killed")
 echo "figures: kill -9 of the leader: first committed insert through the new leader after ${failover} s ($before_kill inserts before; ttl 10 s, loop_wait 1 s)"
 wait_until 30 "node2 the leader" is node2 primary
-phase2_start=$(committed)
+phase2_start=$(ha_committed)
 
 # 2. The old leader comes back: a replica, which refuses to generate.
 run node1
@@ -228,12 +205,12 @@ wait_until 60 "node1 answering" answer "gdid_next('shop', 'orders')"
 rewind="no pg_rewind needed"
 grep -q "pg_rewind exit code=0" "$R/node1.log" && rewind="after pg_rewind"
 echo "ok: node1 rejoined as a replica ($rewind) and refuses to generate (25006)"
-phase2=$(($(committed) - phase2_start))
+phase2=$(($(ha_committed) - phase2_start))
 
 # 3. A planned switchover: node1 leader again. Patroni switches over only to the synchronous
 # standby in synchronous mode.
 wait_until 60 "node1 the synchronous standby" is node1 sync
-before_switch=$(committed)
+before_switch=$(ha_committed)
 switched_at=$(date +%s.%N)
 ctl switchover --leader node2 --candidate node1 --force >>"$R/switchover.log" 2>&1 || { tail "$R/switchover.log"; fail "switchover failed"; }
 wait_until 60 "node1 the leader" is node1 primary
@@ -244,25 +221,13 @@ wait_until 60 "node2 the synchronous standby again" is node2 sync
 wait_until 30 "node1 waiting for node2" sync_on node1 node2
 resynced_at=$(date +%s.%N)
 echo "figures: switchover: node1 leader, node2 its synchronous standby after $(python3 -c "print(round($resynced_at - $switched_at, 1))") s"
-wait_until 60 "inserts through node1" inserts_after "$resynced_at" 50
-touch "$R/stop"
-wait "${clients[@]}"
-rm -f "$R/stop"
-phase3=$(($(committed) - before_switch))
-total=$(committed)
+wait_until 60 "inserts through node1" ha_inserts_after "$resynced_at" 50
+ha_stop_clients
+phase3=$(($(ha_committed) - before_switch))
+total=$(ha_committed)
 
 # Every key returned once, in the table once, each client's keys increasing.
-for c in 1 2; do awk -v c="$c" '{print c "\t" $1 "\t" $2 "\t" $3}' "$R/client.$c"; done >"$R/returned.tsv"
-psql1 node1 -q -c "CREATE TABLE returned (client int, at numeric, id bigint, g gdid)" \
-    -c "\\copy returned FROM '$R/returned.tsv'"
-[ "$(psql1 node1 -Atc "SELECT count(*) - count(DISTINCT id) FROM returned")" = 0 ] || fail "a snowflake ID was returned twice"
-[ "$(psql1 node1 -Atc "SELECT count(*) - count(DISTINCT g) FROM returned")" = 0 ] || fail "a gdid was returned twice"
-[ "$(psql1 node1 -Atc "SELECT count(*) FROM returned r LEFT JOIN orders o USING (id, g) WHERE o.id IS NULL")" = 0 ] ||
-    fail "a key returned by a committed insert is not in the table"
-[ "$(psql1 node1 -Atc "SELECT count(*) FROM (SELECT id <= lag(id) OVER w OR g <= lag(g) OVER w AS back
-                                                FROM returned WINDOW w AS (PARTITION BY client ORDER BY at)) s
-                         WHERE back")" = 0 ] || fail "a client's keys did not always increase"
-grep -h "duplicate key" "$R"/client.*.err && fail "a duplicate key"
+ha_check_returned "${port[node1]}"
 echo "ok: $total keys returned, each once, all in orders, each client's increasing"
 echo "figures: synchronous: $total committed inserts, none repeated (phase 1: $phase1; during the failover and node1's return: $phase2; switchover and after: $phase3); failover ${failover} s"
 
@@ -270,23 +235,11 @@ echo "figures: synchronous: $total committed inserts, none repeated (phase 1: $p
 ctl edit-config --set synchronous_mode=false --force >>"$R/edit-config.log" 2>&1 || { tail "$R/edit-config.log"; fail "could not turn synchronous_mode off"; }
 wait_until 30 "asynchronous replication" sync_on node1 ""
 wait_until 30 "node2 an asynchronous replica" is node2 async
-rm -f "$R"/client.[12]
-client 1 &
-clients=($!)
-client 2 &
-clients+=($!)
+ha_start_clients
 wait_until 30 "inserts" lines_at_least 200 "$R/client.1" "$R/client.2"
 killed=$(kill_leader node1)
 wait_until 5 "node1's server gone" down node1
-wait_until 90 "inserts through the promoted asynchronous replica" inserts_after "$killed" 100
-touch "$R/stop"
-wait "${clients[@]}"
-before=$(cat "$R"/client.[12] | awk -v k="$killed" '$1 <= k' | wc -l)
-after=$(cat "$R"/client.[12] | awk -v k="$killed" '$1 > k' | wc -l)
-again=$(cat "$R"/client.[12] | awk '{print $2}' | sort | uniq -d | wc -l)
-again_g=$(cat "$R"/client.[12] | awk '{print $3}' | sort | uniq -d | wc -l)
-cat "$R"/client.[12] | awk -v k="$killed" '$1 <= k {print $2}' | sort >"$R/before.ids"
-psql1 node2 -Atq -c "SELECT id FROM orders" | sort >"$R/now.ids"
-lost=$(comm -23 "$R/before.ids" "$R/now.ids" | wc -l)
-echo "figures: asynchronous: $before keys returned before the kill, $after after it; returned before the kill and missing after the failover: $lost; handed out again after the failover: $again snowflake IDs, $again_g gdids"
+wait_until 90 "inserts through the promoted asynchronous replica" ha_inserts_after "$killed" 100
+ha_stop_clients
+ha_asynchronous_figures "$killed" "${port[node2]}"
 echo "ha_patroni: ok"
