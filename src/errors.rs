@@ -467,8 +467,8 @@ pub fn not_preloaded() -> ! {
         "snowflake_id must be loaded via shared_preload_libraries",
     )
     .hint(
-        "Add snowflake_id to shared_preload_libraries in postgresql.conf (or ALTER SYSTEM SET \
-         shared_preload_libraries = 'snowflake_id') and restart the server.",
+        "Add snowflake_id to the libraries shared_preload_libraries lists (keep the others) \
+         and restart the server.",
     )
     .raise()
 }
