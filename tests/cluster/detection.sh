@@ -57,6 +57,11 @@ subscribe hub p1
 subscribe hub p2 true
 subscribe hub p3 true
 subscribe hub p4
+# The launcher starts apply workers one interval apart (seconds): rows made before a worker
+# runs arrive later in one burst, and deliveries that overlap by less than a second are a
+# hand-over, not two servers. So the cases below start once every worker runs.
+wait_until 30 "the hub's apply workers" sql_is "$CLUSTER_ROOT/hub" \
+    "SELECT count(*) FROM pg_stat_subscription WHERE pid IS NOT NULL AND relid IS NULL" 4
 # When p2's rows reach the hub: a column only the hub's copy has is filled by its default.
 pg_psql "$CLUSTER_ROOT/hub" -d postgres -qc "ALTER TABLE t_p2 ADD COLUMN arrived timestamptz DEFAULT clock_timestamp()"
 

@@ -6,7 +6,13 @@ CLUSTER_ROOT=$(mktemp -d /tmp/snowflake_id_cluster.XXXXXX)
 chmod 755 "$CLUSTER_ROOT"
 
 cleanup() {
-    local dir
+    local status=$? dir
+    # A failed test shows the end of each server's log: the directory goes with it.
+    if [ "$status" != 0 ]; then
+        for dir in "$CLUSTER_ROOT"/*/; do
+            [ -f "$dir/server.log" ] && { echo "--- $(basename "$dir")/server.log (end)"; tail -n 15 "$dir/server.log"; }
+        done
+    fi
     for dir in "$CLUSTER_ROOT"/*/; do
         [ -d "$dir/data" ] && pg_stop "${dir%/}" immediate
     done
