@@ -43,4 +43,4 @@ lint:            ## formatting, clippy (PostgreSQL 15, 17 and 18 builds), module
 	cargo fmt --check && cargo clippy --release --all-targets -- -D warnings && \
 	CARGO_TARGET_DIR=target/pg17 cargo clippy --release --lib --no-default-features --features pg17 -- -D warnings && \
 	CARGO_TARGET_DIR=target/pg18 cargo clippy --release --lib --no-default-features --features pg18 -- -D warnings && \
-	python3 scripts/check_layers.py
+	python3 scripts/check_layers.py && python3 scripts/check_unwind.py

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the pg_regress specification (tests/pg_regress) against the installed extension:
-# once with the library preloaded, once without it. pg_regress starts its own temporary
-# instances. Exit status: 0 when every expected file matches.
+# once with the library preloaded, once without it; then the isolation specification
+# (tests/isolation: what concurrent sessions see, through pg_isolation_regress). Each starts
+# its own temporary instance. Exit status: 0 when every expected file matches.
 #
 # PG_CONFIG selects the PostgreSQL (default: Debian's 15). Where a major version prints
 # something differently (an EXPLAIN detail, a message), expected/NAME_1.out holds its form.
@@ -14,6 +15,7 @@ root=$PWD
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 bindir=$("$PG_CONFIG" --bindir)
 pg_regress="$(dirname "$("$PG_CONFIG" --pgxs)")/../test/regress/pg_regress"
+pg_isolation_regress="$(dirname "$("$PG_CONFIG" --pgxs)")/../test/isolation/pg_isolation_regress"
 major=$("$PG_CONFIG" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')
 port=$((55300 + 2 * major))
 failures="$root/.build/regress-$major"
@@ -22,6 +24,7 @@ rm -rf "$failures" # what an earlier run left
 work=$(mktemp -d /tmp/snowflake_id_regress.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cp -r tests/pg_regress/. "$work/"
+mkdir -p "$work/isolation" && cp -r tests/isolation/. "$work/isolation/"
 : >"$work/not_preloaded.conf"
 chown -R postgres: "$work"
 
@@ -34,10 +37,21 @@ run() {
         --schedule="$work/$schedule" --dbname=snowflake_regress)
 }
 
+isolation() {
+    local out="$work/out_isolation"
+    mkdir -p "$out" && chown postgres: "$out"
+    (cd "$work/isolation" && runuser -u postgres -- "$pg_isolation_regress" \
+        --temp-instance="$out/instance" --temp-config="$work/postgresql.conf" \
+        --port="$1" --bindir="$bindir" --inputdir="$work/isolation" --outputdir="$out" \
+        --schedule="$work/isolation/schedule" --load-extension=snowflake_id \
+        --dbname=snowflake_isolation)
+}
+
 status=0
 echo "pg_regress: PostgreSQL $major ($bindir)"
 run schedule postgresql.conf "$port" || status=1
 run schedule_not_preloaded not_preloaded.conf $((port + 1)) || status=1
+isolation $((port + 100)) || status=1
 if [ $status -ne 0 ]; then
     rm -rf "$failures" && mkdir -p "$failures/results"
     for out in "$work"/out_*; do

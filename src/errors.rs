@@ -250,10 +250,15 @@ impl Caught {
 /// unwinding, like every other error of this extension) instead of letting PostgreSQL jump
 /// over Rust frames. Unlike pgrx's guard it keeps the error as PostgreSQL made it.
 ///
+/// A Rust panic inside `f` (a pgrx wrapper that turned a PostgreSQL error into one, or a bug)
+/// is caught inside the jump buffer's frame and resumed once the frame is gone: the frame is
+/// an `extern "C"` function, through which a panic cannot unwind (it would abort the process
+/// and restart every session, as a lock timeout inside such a region once did).
+///
 /// # Safety
-/// `f` calls PostgreSQL functions declared here, not pgrx's wrappers of them (whose own guard
-/// would catch first), and owns nothing with a destructor: a jump out of it skips its frames.
-/// Only on the backend's main thread.
+/// `f` owns nothing with a destructor while it calls PostgreSQL functions declared here (a
+/// jump out of it skips its frames); calls through pgrx's wrappers are safe too, as their
+/// errors arrive as panics. Only on the backend's main thread.
 #[inline(never)]
 pub unsafe fn guarded<T>(f: impl FnOnce() -> T) -> T {
     // SAFETY: the caller's contract is try_guarded's.
@@ -278,14 +283,23 @@ pub unsafe fn try_guarded<T>(f: impl FnOnce() -> T) -> Result<T, Caught> {
         let caller_cxt = pg_sys::CurrentMemoryContext;
         let exception_stack = pg_sys::PG_exception_stack;
         let context_stack = pg_sys::error_context_stack;
+        let mut panicked = None;
         let jumped = cee_scape::call_with_sigsetjmp(false, |jbuf| {
             pg_sys::PG_exception_stack = std::ptr::from_ref(jbuf).cast_mut().cast();
-            result.write(f());
+            match catch_unwind(AssertUnwindSafe(f)) {
+                Ok(r) => {
+                    result.write(r);
+                }
+                Err(payload) => panicked = Some(payload),
+            }
             0
         });
         pg_sys::PG_exception_stack = exception_stack;
         pg_sys::error_context_stack = context_stack;
         if jumped == 0 {
+            if let Some(payload) = panicked {
+                resume_unwind(payload);
+            }
             return Ok(result.assume_init());
         }
         pg_sys::CurrentMemoryContext = caller_cxt;
@@ -331,6 +345,7 @@ pub fn with_context<R>(text: &str, f: impl FnOnce() -> R) -> R {
 }
 
 /// The error context callback of [`with_context`]: adds its line.
+// nothrow: errcontext_msg copies a string into the error being reported (declared here, raw).
 unsafe extern "C-unwind" fn context_line(arg: *mut std::ffi::c_void) {
     // SAFETY: called by errfinish with the arg set in with_context, a NUL-terminated string;
     // errcontext_msg copies it into the error being reported and does not throw.
