@@ -37,7 +37,7 @@ same_as! {
     snowflake_node_in_layout_wrapper => s::snowflake_node_in_layout;
     snowflake_counter_in_layout_wrapper => s::snowflake_counter_in_layout;
     snowflake_from_timestamp_in_layout_wrapper => s::snowflake_from_timestamp_in_layout;
-    snowflake_sequences_rows_wrapper => s::snowflake_sequences_rows;
+    snowflake_sequences_rows_wrapper => released::snowflake_sequences_rows;
     gdid_in_wrapper => g::gdid_in;
     gdid_out_wrapper => g::gdid_out;
     gdid_recv_wrapper => g::gdid_recv;
@@ -56,7 +56,7 @@ same_as! {
     gdid_next_wrapper => g::gdid_next;
     gdid_next_block_wrapper => g::gdid_next_block;
     gdid_advance_wrapper => g::gdid_advance;
-    gdid_sequences_rows_wrapper => g::gdid_sequences_rows;
+    gdid_sequences_rows_wrapper => released::gdid_sequences_rows;
 }
 
 /// Functions of released versions that the current one no longer declares.
@@ -68,5 +68,21 @@ mod released {
         fn snowflake_observe(id: bigint) -> boolean [volatile parallel_safe] |_| {
             id >= 0
         }
+
+        /// The rows of 0.3.0's snowflake_sequences view, whose sequences lived in shared
+        /// memory; a database whose extension is not updated yet has none (its generators
+        /// refuse until ALTER EXTENSION ... UPDATE).
+        fn snowflake_sequences_rows() -> table(
+            name: text, layout: text, epoch: timestamptz, last_id: bigint,
+            last_timestamp: timestamptz, issued: bigint, counter_exhausted: bigint,
+            clock_ahead: interval, clock_regressions: bigint, lease_until: timestamptz,
+            lease_extensions: bigint
+        ) [volatile parallel_safe] |_, _emit| {}
+
+        /// The rows of 0.3.0's gdid_sequences view: none, as above.
+        fn gdid_sequences_rows() -> table(
+            scope: text, sequence: text, era: bigint, last_counter: bigint, lease_end: bigint,
+            issued: bigint, lease_extensions: bigint
+        ) [volatile parallel_safe] |_, _emit| {}
     }
 }

@@ -197,8 +197,6 @@ unsafe extern "C-unwind" {
     fn errmsg_internal(fmt: *const c_char, ...) -> c_int;
     fn errdetail_internal(fmt: *const c_char, ...) -> c_int;
     fn errhint(fmt: *const c_char, ...) -> c_int;
-    fn set_errcontext_domain(domain: *const c_char) -> c_int;
-    fn errcontext_msg(fmt: *const c_char, ...) -> c_int;
 }
 
 /// An ERROR that PostgreSQL raised inside [`guarded`], copied out of its error state (in the
@@ -239,10 +237,16 @@ impl Caught {
         }
     }
 
-    /// Frees the copy: for callers that handle the error instead of passing it on.
-    pub fn discard(self) {
-        // SAFETY: the ErrorData came from CopyErrorData and is not used again.
-        unsafe { pg_sys::FreeErrorData(self.0.as_ptr()) }
+    /// The detail, in the database's encoding (empty without one).
+    pub fn detail(&self) -> Vec<u8> {
+        // SAFETY: a live ErrorData; detail is NULL or a NUL-terminated string.
+        unsafe { c_bytes(self.0.as_ref().detail) }
+    }
+
+    /// The hint, in the database's encoding (empty without one).
+    pub fn hint(&self) -> Vec<u8> {
+        // SAFETY: a live ErrorData; hint is NULL or a NUL-terminated string.
+        unsafe { c_bytes(self.0.as_ref().hint) }
     }
 }
 
@@ -311,48 +315,24 @@ pub unsafe fn try_guarded<T>(f: impl FnOnce() -> T) -> Result<T, Caught> {
     }
 }
 
+/// The bytes of a NUL-terminated string, or none for NULL.
+///
+/// # Safety
+/// `p` is NULL or a NUL-terminated string.
+unsafe fn c_bytes(p: *const c_char) -> Vec<u8> {
+    if p.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes().to_vec()
+}
+
 // Declared here, not through pgrx, whose wrappers would set up a guard of their own (and
 // catch the very jump ReThrowError makes).
 unsafe extern "C-unwind" {
     fn CopyErrorData() -> *mut pg_sys::ErrorData;
     fn FlushErrorState();
     fn ReThrowError(edata: *mut pg_sys::ErrorData) -> !;
-}
-
-/// Runs `f` with `text` as a CONTEXT line of any error PostgreSQL raises inside it (as a
-/// PostgreSQL error context callback does): for the queries the extension runs on a user's
-/// behalf, so that a failing one says what it was for.
-pub fn with_context<R>(text: &str, f: impl FnOnce() -> R) -> R {
-    let line = CString::new(dbtext::to_db_bytes(text, db_is_utf8())).expect("NULs are dropped");
-    let mut callback = pg_sys::ErrorContextCallback {
-        // SAFETY: a plain read of the backend's context stack.
-        previous: unsafe { pg_sys::error_context_stack },
-        callback: Some(context_line),
-        arg: line.as_ptr().cast_mut().cast(),
-    };
-    struct Pop(*mut pg_sys::ErrorContextCallback);
-    impl Drop for Pop {
-        fn drop(&mut self) {
-            // SAFETY: pops the entry pushed below, which is on top: everything pushed after
-            // it was popped by its own guard (or by `guarded`, on an error).
-            unsafe { pg_sys::error_context_stack = self.0 }
-        }
-    }
-    let _pop = Pop(callback.previous);
-    // SAFETY: the entry and its text live until `_pop` removes it from the stack.
-    unsafe { pg_sys::error_context_stack = &raw mut callback };
-    f()
-}
-
-/// The error context callback of [`with_context`]: adds its line.
-// nothrow: errcontext_msg copies a string into the error being reported (declared here, raw).
-unsafe extern "C-unwind" fn context_line(arg: *mut std::ffi::c_void) {
-    // SAFETY: called by errfinish with the arg set in with_context, a NUL-terminated string;
-    // errcontext_msg copies it into the error being reported and does not throw.
-    unsafe {
-        set_errcontext_domain(std::ptr::null());
-        errcontext_msg(c"%s".as_ptr(), arg.cast::<c_char>());
-    }
 }
 
 /// Runs the body of an entry point that PostgreSQL calls, and turns whatever escapes it into
@@ -429,6 +409,65 @@ fn into_error(payload: Box<dyn std::any::Any + Send>) -> PgError {
             _ => internal("a panic without a message"),
         },
     }
+}
+
+/// An error that escaped [`catch`], whatever raised it, with its fields as data (texts in the
+/// database's encoding): for code that must tell another process about it before raising it
+/// again (a background worker, the backend that started it).
+pub struct Reported {
+    pub sqlstate: c_int,
+    pub message: Vec<u8>,
+    pub detail: Vec<u8>,
+    pub hint: Vec<u8>,
+    payload: Box<dyn std::any::Any + Send>,
+}
+
+impl Reported {
+    /// Raises it again, as it was.
+    pub fn raise(self) -> ! {
+        resume_unwind(self.payload)
+    }
+}
+
+/// Runs `f`, returning an error that escapes it (an ERROR of PostgreSQL's, one of this
+/// extension's, a bug) as [`Reported`] instead of letting it unwind.
+pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T, Reported> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
+        let utf8 = db_is_utf8();
+        let texts = |e: &PgError| {
+            let b = |s: Option<&str>| s.map(|s| dbtext::to_db_bytes(s, utf8)).unwrap_or_default();
+            (
+                e.code as c_int,
+                b(Some(&e.message)),
+                b(e.detail.as_deref()),
+                b(e.hint.as_deref()),
+            )
+        };
+        let (sqlstate, message, detail, hint) = if let Some(c) = payload.downcast_ref::<Caught>() {
+            (c.sqlstate(), c.message(), c.detail(), c.hint())
+        } else if let Some(e) = payload.downcast_ref::<PgError>() {
+            texts(e)
+        } else {
+            // Anything else is told as the boundary would raise it; the payload itself is
+            // raised again unchanged.
+            let desc = match (
+                payload.downcast_ref::<&str>(),
+                payload.downcast_ref::<String>(),
+            ) {
+                (Some(s), _) => s.to_string(),
+                (_, Some(s)) => s.clone(),
+                _ => "an error raised inside a call into PostgreSQL".to_owned(),
+            };
+            texts(&error(Code::ERRCODE_INTERNAL_ERROR, desc))
+        };
+        Reported {
+            sqlstate,
+            message,
+            detail,
+            hint,
+            payload,
+        }
+    })
 }
 
 /// Runs `f`, aborting the process should it panic: for callbacks that PostgreSQL calls through

@@ -29,9 +29,11 @@ const UNSET: &CStr = c"-1";
 static NODE_ID: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(UNSET));
 static NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_NODE_BITS as i32);
 static EPOCH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(DEFAULT_EPOCH));
-/// Generous, so that no database can starve another: one database takes at most 128 of 4096
-/// slots (320 bytes each, 1.3 MB of shared memory in all).
+/// The cache of sequences: 4096 entries of 192 bytes, 768 kB of shared memory. More sequences
+/// than that are used in turn, each read back from its relation when it enters.
 static MAX_SEQUENCES: GucSetting<i32> = GucSetting::<i32>::new(4096);
+/// Obsolete since 0.4.0, when sequences became relations of their databases: kept so that a
+/// configuration written for an earlier release still starts.
 static MAX_SEQUENCES_PER_DATABASE: GucSetting<i32> = GucSetting::<i32>::new(128);
 static MAX_CLOCK_AHEAD_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 static GDID_AUTHORITY: GucSetting<Option<CString>> =
@@ -131,8 +133,9 @@ pub fn register() {
 
     define_int(
         c"snowflake.max_sequences",
-        c"How many named sequences shared memory holds: snowflake and gdid, all databases.",
-        c"Each takes 320 bytes of shared memory.",
+        c"How many sequences shared memory caches at once: snowflake and gdid, all databases.",
+        c"Each entry takes 192 bytes; more sequences than that are used in turn, each read back \
+          from its relation as it enters the cache.",
         &MAX_SEQUENCES,
         (1, 1 << 20),
         GucContext::Postmaster,
@@ -140,8 +143,9 @@ pub fn register() {
     );
     define_int(
         c"snowflake.max_sequences_per_database",
-        c"How many of the named sequences one database may create.",
-        c"Keeps the roles of one database from taking every slot of the server.",
+        c"Obsolete: has no effect since release 0.4.0.",
+        c"Sequences are relations of their databases, without a limit of their own; the \
+          setting is accepted so that configurations of earlier releases still start.",
         &MAX_SEQUENCES_PER_DATABASE,
         (1, 1 << 20),
         GucContext::Sighup,
@@ -362,10 +366,6 @@ pub fn refuse_shared_node() -> bool {
 /// `snowflake.max_sequences`: the slots of the table.
 pub fn max_sequences() -> usize {
     MAX_SEQUENCES.get() as usize
-}
-
-pub fn max_sequences_per_database() -> usize {
-    MAX_SEQUENCES_PER_DATABASE.get() as usize
 }
 
 /// `gdid.authority`, if it is set.

@@ -1,39 +1,38 @@
 //! snowflake_id: time-ordered 64-bit snowflake IDs and a 12-byte gdid type for PostgreSQL.
 //!
 //! Module wiring and start-up only; the README's "Layout of the source" is the map. The pure
-//! cores (`identity`, `registry`, `epochs`, `dbtext`, `wallclock`, the kinds' values and
-//! handles, `durable::{record, store}`) know nothing of PostgreSQL. `sqlfn`, `fmgr` and
-//! `errors` are the calling convention every SQL function uses, `*/sql.rs` the thin
-//! SQL-facing layer, `lookup`, `prerequisites` and `seed` what both generators share, and
-//! `durable` the lease's PostgreSQL side.
+//! cores (`identity`, `lease`, `registry`, `epochs`, `dbtext`, `wallclock`, the kinds' values
+//! and handles) know nothing of PostgreSQL. `sqlfn`, `fmgr` and `errors` are the calling
+//! convention every SQL function uses, `*/sql.rs` the thin SQL-facing layer, `sequences` the
+//! life of a named sequence (its relation, its cache entry, its lease), `node` this server's
+//! numbers, `hooks` everything installed into PostgreSQL.
 
 pub mod dbtext;
-pub mod durable;
 pub mod epochs;
 pub mod gdid;
 pub mod identity;
+pub mod lease;
+pub mod legacy;
 pub mod plain_decimal;
+pub mod probe;
 pub mod registry;
 pub mod snowflake;
 pub mod wallclock;
 
-mod callsite;
 mod compat;
-mod defaults;
 mod detection;
-mod dropping;
 mod errors;
 mod fmgr;
 mod guc;
-mod kinds;
+mod hooks;
 mod lookup;
-mod maintenance;
+mod node;
+mod pgcompat;
 mod prerequisites;
-mod seed;
+mod sequences;
 mod shmem;
 mod spi;
 mod sqlfn;
-mod utility;
 
 #[cfg(test)]
 mod testrng;
@@ -68,11 +67,7 @@ pub extern "C" fn _PG_init() {
                 return;
             }
             guc::register();
-            shmem::install_hooks(guc::max_sequences(), durable::recovery::load_at_startup);
-            durable::recovery::register(kinds::KINDS);
-            dropping::install_hook();
-            utility::install_hook();
-            detection::watch::install_hook();
+            hooks::install();
         })
     }
 }

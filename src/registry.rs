@@ -1,33 +1,39 @@
-//! The table of named sequences: a fixed array of slots in shared memory, found by
-//! (database, kind, name) through lock-free open addressing.
+//! The cache of sequences in shared memory: a fixed array of slots, found by (database,
+//! relation, storage) through lock-free open addressing. A sequence's durable state is its
+//! relation (see `sequences`); a slot holds what generating needs between two lease
+//! extensions, and losing it loses nothing: the next use of the sequence reads the relation
+//! again and continues above its lease.
 //!
 //! PURE: no pgrx here; the tests run it on a `Vec` from several threads.
 //!
-//! A dropped sequence's slot becomes DROPPED, which probes pass over like a slot of another
-//! key (a tombstone), and takes a new sequence once no backend can still be using it as the
-//! old one (see `epochs`). A FREE slot is never used, so a probe can stop at the first one: a
-//! key is always stored at or before the first slot that was free when it was inserted. Each
-//! occupant of a slot has its own *generation*, and a handle ([`Seq`], [`SlotRef`]) names the
-//! generation it found: a handle kept across calls (a call site's cache) never reaches the
-//! next occupant of its slot. An all-zero slot is a free slot, so zeroed shared memory is a
-//! valid empty table.
-//! Both generators share the table: a snowflake sequence and a gdid sequence never collide
-//! because the kind is part of the key.
+//! A slot leaves the cache (evicted to make room, see [`Registry::evict_one`]) by becoming
+//! EVICTED, which probes pass over like a slot of another key (a tombstone); it takes a new
+//! sequence once no backend can still be using it as the old one (see `epochs`). A FREE slot
+//! is never used, so a probe can stop at the first one: a key is always stored at or before
+//! the first slot that was free when it was inserted. Each occupant of a slot has its own
+//! *generation*, and a handle ([`Seq`], [`SlotRef`]) names the generation it found: a handle
+//! kept across calls (a call site's cache) never reaches the next occupant of its slot. An
+//! all-zero slot is a free slot, so zeroed shared memory is a valid empty table.
+//!
+//! The key names the relation's storage, not only the relation: a dropped relation's OID may
+//! come back for another relation one day, and `ALTER SEQUENCE ... RESTART` gives a sequence
+//! new storage with another state. A stale entry is never found again, and is evicted in
+//! time like any other.
 //!
 //! The table does not know what a sequence's state words mean. Each kind declares its own
 //! [`SlotState`] type, and [`Slot::state`] hands a slot's words out only as the type of the
 //! slot's own kind: gdid code cannot read a snowflake slot by mistake.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use crate::epochs::Epochs;
-use crate::identity::{CreationLayout, Key, Kind, MAX_KEY_LEN};
+use crate::identity::{CreationLayout, Kind};
 
 const FREE: u32 = 0;
 const CLAIMING: u32 = 1;
 const READY: u32 = 2;
-const DROPPED: u32 = 3;
+const EVICTED: u32 = 3;
 
 /// Bytes of state words every slot has room for.
 pub const STATE_SIZE: usize = 128;
@@ -50,11 +56,32 @@ pub unsafe trait SlotState: Sync + 'static {
     const KIND: Kind;
 }
 
+/// What the cache finds a sequence by: its database, its relation, and the relation's
+/// storage (`pg_class.relfilenode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub db: u32,
+    pub relid: u32,
+    pub filenode: u32,
+}
+
+impl Key {
+    /// A hash of the key: where its probe starts, and which extension lock it takes.
+    pub fn hash(&self) -> u64 {
+        // FNV-1a over the three words.
+        [self.db, self.relid, self.filenode]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .fold(0xcbf2_9ce4_8422_2325, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+            })
+    }
+}
+
 /// Written once by the claimer before the slot is published, immutable afterwards.
+#[derive(Default)]
 struct Meta {
     kind: u8,
-    len: u8,
-    name: [u8; MAX_KEY_LEN],
     created_with: CreationLayout,
 }
 
@@ -62,17 +89,18 @@ struct Meta {
 pub struct Slot {
     status: AtomicU32,
     db: AtomicU32,
-    /// Written only by the backend that moved `status` from FREE to CLAIMING, read only
-    /// after `status` is READY (release/acquire), never written again.
+    relid: AtomicU32,
+    filenode: AtomicU32,
+    /// Written only by the backend that moved `status` from FREE (or EVICTED) to CLAIMING,
+    /// read only after `status` is READY (release/acquire), never written again.
     meta: UnsafeCell<Meta>,
-    /// Whether the sequence has been brought above the values already stored in the columns
-    /// that take their defaults from it (see `seed`): one this server learnt from its lease
-    /// file or its WAL needs nothing, one it meets for the first time does.
-    seeded: AtomicBool,
     /// Which occupant of the slot this is: bumped whenever the slot takes a sequence.
     generation: AtomicU32,
-    /// For a DROPPED slot, the epoch its reuse waits for (see `epochs`).
-    dropped_at: AtomicU64,
+    /// When the sequence last extended its lease (or entered the cache), Unix ms: the
+    /// oldest of a sample is evicted.
+    last_used_ms: AtomicI64,
+    /// For an EVICTED slot, the epoch its reuse waits for (see `epochs`).
+    evicted_at: AtomicU64,
     state: StateWords,
 }
 
@@ -85,15 +113,12 @@ impl Default for Slot {
         Slot {
             status: AtomicU32::new(FREE),
             db: AtomicU32::new(0),
-            meta: UnsafeCell::new(Meta {
-                kind: 0,
-                len: 0,
-                name: [0; MAX_KEY_LEN],
-                created_with: CreationLayout::default(),
-            }),
-            seeded: AtomicBool::new(false),
+            relid: AtomicU32::new(0),
+            filenode: AtomicU32::new(0),
+            meta: UnsafeCell::new(Meta::default()),
             generation: AtomicU32::new(0),
-            dropped_at: AtomicU64::new(0),
+            last_used_ms: AtomicI64::new(0),
+            evicted_at: AtomicU64::new(0),
             state: StateWords::default(),
         }
     }
@@ -104,14 +129,9 @@ impl Slot {
         self.status.load(Ordering::Acquire) == READY
     }
 
-    /// Whether the sequence was dropped: its name now leads to another slot (or none).
-    pub fn is_dropped(&self) -> bool {
-        self.status.load(Ordering::Acquire) == DROPPED
-    }
-
-    /// Which occupant of the slot this is.
-    pub fn generation(&self) -> u32 {
-        self.generation.load(Ordering::Acquire)
+    /// Whether the slot's occupant was evicted: its key now leads to another slot (or none).
+    pub fn is_evicted(&self) -> bool {
+        self.status.load(Ordering::Acquire) == EVICTED
     }
 
     /// Whether the slot still holds the occupant a handle of `generation` found.
@@ -124,45 +144,40 @@ impl Slot {
     fn meta(&self) -> &Meta {
         debug_assert!(matches!(
             self.status.load(Ordering::Acquire),
-            READY | DROPPED
+            READY | EVICTED
         ));
-        // SAFETY: the slot is READY (acquire), so `meta` was fully written and is immutable.
+        // SAFETY: the slot is READY or EVICTED (acquire), so `meta` was fully written and is
+        // immutable until the slot is claimed again, which waits for every backend that could
+        // hold a reference (epochs).
         unsafe { &*self.meta.get() }
     }
 
     /// The key of a READY slot (every slot `Registry` hands out is READY).
-    pub fn key(&self) -> Key<'_> {
-        let m = self.meta();
+    pub fn key(&self) -> Key {
         Key {
             db: self.db.load(Ordering::Relaxed),
-            // Only valid kinds are ever written (find_or_insert takes a Kind).
-            kind: Kind::from_u8(m.kind).unwrap_or(Kind::Snowflake),
-            name: &m.name[..m.len as usize],
+            relid: self.relid.load(Ordering::Relaxed),
+            filenode: self.filenode.load(Ordering::Relaxed),
         }
     }
 
-    pub fn kind(&self) -> Kind {
-        self.key().kind
+    pub fn kind(&self) -> Option<Kind> {
+        Kind::from_u8(self.meta().kind)
     }
 
+    /// The layout its relation's definition records (see `sequences::catalog`).
     pub fn created_with(&self) -> CreationLayout {
         self.meta().created_with
     }
 
-    pub fn is_seeded(&self) -> bool {
-        self.seeded.load(Ordering::Acquire)
+    /// Notes that the sequence is in use at `now_ms` (a lease extension): the cache evicts
+    /// the least recently used of a sample.
+    pub fn touch(&self, now_ms: i64) {
+        self.last_used_ms.store(now_ms, Ordering::Relaxed);
     }
 
-    /// Records that the sequence is above the stored values. Backends that find it unseeded
-    /// at the same time each seed it: seeding only ever raises a sequence, so doing it twice
-    /// is harmless, and no backend waits for another (whose seeding query may wait for a
-    /// lock the first one holds).
-    pub fn mark_seeded(&self) {
-        self.seeded.store(true, Ordering::Release);
-    }
-
-    /// The slot's state words as `S`, if the slot holds a sequence of `S`'s kind (dropped
-    /// or not: [`Registry::seq`] and [`Registry::tombstones`] tell them apart).
+    /// The slot's state words as `S`, if the slot holds a sequence of `S`'s kind (evicted or
+    /// not: [`Registry::seq`] tells them apart).
     #[inline]
     fn state<S: SlotState>(&self) -> Option<&S> {
         const {
@@ -170,7 +185,7 @@ impl Slot {
             assert!(std::mem::align_of::<S>() <= 64);
         }
         let status = self.status.load(Ordering::Acquire);
-        if !matches!(status, READY | DROPPED) || self.meta().kind != S::KIND as u8 {
+        if !matches!(status, READY | EVICTED) || self.meta().kind != S::KIND as u8 {
             return None;
         }
         // SAFETY: StateWords is STATE_SIZE bytes of atomics aligned to 64; S fits in it (checked
@@ -221,20 +236,20 @@ impl<'a, S: SlotState> Seq<'a, S> {
         self.state
     }
 
-    /// Whether the sequence is still in its slot: not dropped (and so not replaced).
+    /// Whether the sequence is still in its slot: not evicted (and so not replaced).
     pub fn is_current(&self) -> bool {
         self.slot.is_current(self.at.generation)
     }
 }
 
-/// Every slot is taken by another key.
+/// Every slot is taken by another key or by an evicted sequence a backend may still use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Full;
 
 /// What a probe for a key found.
 enum Probe {
     Found(usize),
-    /// Not there; `reusable` is the first dropped slot on the key's path that may take it,
+    /// Not there; `reusable` is the first evicted slot on the key's path that may take it,
     /// `free` the first free one.
     Absent {
         reusable: Option<usize>,
@@ -256,8 +271,8 @@ impl<'a> Registry<'a> {
         self.slots.len()
     }
 
-    /// The sequence of `key`, if it exists.
-    pub fn find(&self, key: Key<'_>) -> Option<SlotRef> {
+    /// The cached sequence of `key`, if there is one.
+    pub fn find(&self, key: Key) -> Option<SlotRef> {
         match self.probe(key, false) {
             Probe::Found(idx) => Some(self.slot_ref(idx)),
             Probe::Absent { .. } => None,
@@ -285,65 +300,24 @@ impl<'a> Registry<'a> {
         })
     }
 
-    /// The sequence `at` names, if it was dropped and its slot has not taken a new one yet.
-    pub fn dropped<S: SlotState>(&self, at: SlotRef) -> Option<Seq<'a, S>> {
-        let slot = self.slots.get(at.idx)?;
-        if !slot.is_dropped() || slot.generation.load(Ordering::Acquire) != at.generation {
-            return None;
-        }
-        Some(Seq {
-            at,
-            slot,
-            state: slot.state::<S>()?,
-        })
-    }
-
-    /// The dropped sequences of `key` whose slots have not taken new ones yet: what they
-    /// handed out may not be stored anywhere yet, so the key's next sequence continues above
-    /// them. Only while no slot can be reused meanwhile (under the lease lock).
-    pub fn tombstones<S: SlotState>(&self, key: Key<'_>) -> Vec<Seq<'a, S>> {
-        let cap = self.slots.len();
-        let start = (hash(&key) % cap as u64) as usize;
-        let mut found = Vec::new();
-        for step in 0..cap {
-            let idx = (start + step) % cap;
-            let slot = &self.slots[idx];
-            match slot.status.load(Ordering::Acquire) {
-                FREE => break,
-                DROPPED if slot.key() == key => {
-                    if let Some(state) = slot.state::<S>() {
-                        found.push(Seq {
-                            at: self.slot_ref(idx),
-                            slot,
-                            state,
-                        });
-                    }
-                }
-                _ => {}
-            }
-        }
-        found
-    }
-
-    /// The sequence of `key`, claiming a slot if it is new (a free one, or the slot of a
-    /// dropped sequence no backend can be using any more); a new sequence records
-    /// `created_with` and whether it is `seeded` already (see [`Slot::is_seeded`]), an existing
-    /// one keeps what it has. The key name must be at most [`MAX_KEY_LEN`] bytes. Only one
-    /// caller at a time may insert (the lease lock, or recovery, which is alone).
+    /// The cached sequence of `key`, claiming a slot if it is not cached (a free one, or the
+    /// slot of an evicted sequence no backend can be using any more) with zeroed state words:
+    /// a sequence of `kind` whose relation records `created_with`. Only one caller at a time
+    /// may insert (the cache's lock, see `shmem`).
     pub fn find_or_insert(
         &self,
-        key: Key<'_>,
+        key: Key,
+        kind: Kind,
         created_with: CreationLayout,
-        seeded: bool,
+        now_ms: i64,
     ) -> Result<SlotRef, Full> {
-        debug_assert!(!key.name.is_empty() && key.name.len() <= MAX_KEY_LEN);
         loop {
             let (idx, from) = match self.probe(key, true) {
                 Probe::Found(idx) => return Ok(self.slot_ref(idx)),
                 Probe::Absent {
                     reusable: Some(idx),
                     ..
-                } => (idx, DROPPED),
+                } => (idx, EVICTED),
                 Probe::Absent {
                     free: Some(idx), ..
                 } => (idx, FREE),
@@ -355,22 +329,22 @@ impl<'a> Registry<'a> {
                 .compare_exchange(from, CLAIMING, Ordering::Acquire, Ordering::Acquire)
                 .is_ok()
             {
-                if from == DROPPED {
+                if from == EVICTED {
                     // No backend can see the old occupant's state any more (epochs).
                     for w in &slot.state.0 {
                         w.store(0, Ordering::Relaxed);
                     }
                 }
                 slot.db.store(key.db, Ordering::Relaxed);
+                slot.relid.store(key.relid, Ordering::Relaxed);
+                slot.filenode.store(key.filenode, Ordering::Relaxed);
                 // SAFETY: we own the slot (-> CLAIMING); nobody reads `meta` until the
                 // release store of READY below.
                 let m = unsafe { &mut *slot.meta.get() };
-                m.kind = key.kind as u8;
-                m.len = key.name.len() as u8;
-                m.name[..key.name.len()].copy_from_slice(key.name);
+                m.kind = kind as u8;
                 m.created_with = created_with;
-                slot.seeded.store(seeded, Ordering::Relaxed);
-                slot.dropped_at.store(0, Ordering::Relaxed);
+                slot.last_used_ms.store(now_ms, Ordering::Relaxed);
+                slot.evicted_at.store(0, Ordering::Relaxed);
                 slot.generation.fetch_add(1, Ordering::Relaxed);
                 slot.status.store(READY, Ordering::Release);
                 return Ok(self.slot_ref(idx));
@@ -381,9 +355,9 @@ impl<'a> Registry<'a> {
 
     /// Where `key` is, or else where it would go: the first slot on its path that may take
     /// it (looked for only when `for_insert`).
-    fn probe(&self, key: Key<'_>, for_insert: bool) -> Probe {
+    fn probe(&self, key: Key, for_insert: bool) -> Probe {
         let cap = self.slots.len();
-        let start = (hash(&key) % cap as u64) as usize;
+        let start = (key.hash() % cap as u64) as usize;
         let mut reusable = None;
         for step in 0..cap {
             let idx = (start + step) % cap;
@@ -392,10 +366,10 @@ impl<'a> Registry<'a> {
                 match slot.status.load(Ordering::Acquire) {
                     READY if slot.key() == key => return Probe::Found(idx),
                     READY => break,
-                    DROPPED => {
+                    EVICTED => {
                         if for_insert
                             && reusable.is_none()
-                            && self.epochs.all_past(slot.dropped_at.load(Ordering::SeqCst))
+                            && self.epochs.all_past(slot.evicted_at.load(Ordering::SeqCst))
                         {
                             reusable = Some(idx);
                         }
@@ -422,80 +396,67 @@ impl<'a> Registry<'a> {
         &self.slots[idx]
     }
 
-    /// As [`Registry::slot`], for callers that must not panic.
-    pub fn get(&self, idx: usize) -> Option<&'a Slot> {
-        self.slots.get(idx)
-    }
-
-    /// Drops the sequence in slot `idx`: lookups no longer find it, and its slot takes a new
-    /// sequence once no backend can still be using it. False if it was not there (dropped
-    /// already).
-    pub fn drop_slot(&self, idx: usize) -> bool {
+    /// Evicts the occupant of slot `idx`: lookups no longer find it, and its slot takes a new
+    /// sequence once no backend can still be using it. False if it was not there.
+    pub fn evict(&self, idx: usize) -> bool {
         let slot = &self.slots[idx];
         if slot.status.load(Ordering::Acquire) != READY {
             return false;
         }
         // Not reusable until the epoch below is known.
-        slot.dropped_at.store(u64::MAX, Ordering::SeqCst);
+        slot.evicted_at.store(u64::MAX, Ordering::SeqCst);
         if slot
             .status
-            .compare_exchange(READY, DROPPED, Ordering::SeqCst, Ordering::Acquire)
+            .compare_exchange(READY, EVICTED, Ordering::SeqCst, Ordering::Acquire)
             .is_err()
         {
             return false;
         }
-        // After the mark, so that a backend entering at this epoch or later finds it dropped.
-        slot.dropped_at
+        // After the mark, so that a backend entering at this epoch or later finds it evicted.
+        slot.evicted_at
             .store(self.epochs.advance(), Ordering::SeqCst);
         true
     }
 
-    /// How many sequences of database `db` (of either kind) hold a slot.
-    pub fn count_in_database(&self, db: u32) -> usize {
-        self.slots
-            .iter()
-            .filter(|s| s.is_ready() && s.db.load(Ordering::Relaxed) == db)
-            .count()
+    /// Evicts the least recently used of `sample` slots chosen from `seed` (a cheap sample
+    /// of an LRU order, as Redis does), if one of them holds a sequence; its index.
+    pub fn evict_one(&self, seed: u64, sample: usize) -> Option<usize> {
+        let cap = self.slots.len() as u64;
+        let mut x = seed | 1;
+        let victim = (0..sample)
+            .map(|_| {
+                // xorshift: a different slot for each draw.
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x % cap) as usize
+            })
+            .filter(|&i| self.slots[i].is_ready())
+            .min_by_key(|&i| self.slots[i].last_used_ms.load(Ordering::Relaxed))?;
+        self.evict(victim).then_some(victim)
     }
 
-    /// How many slots hold dropped sequences that backends may still be using.
-    pub fn dropped_in_use(&self) -> usize {
+    /// How many slots hold a sequence.
+    pub fn occupied(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_ready()).count()
+    }
+
+    /// How many slots hold evicted sequences that backends may still be using.
+    pub fn evicted_in_use(&self) -> usize {
         self.slots
             .iter()
             .filter(|s| {
-                s.is_dropped() && !self.epochs.all_past(s.dropped_at.load(Ordering::SeqCst))
+                s.is_evicted() && !self.epochs.all_past(s.evicted_at.load(Ordering::SeqCst))
             })
             .count()
     }
-
-    /// Every sequence of `kind` in `db`, in slot order.
-    pub fn of_database(&self, db: u32, kind: Kind) -> impl Iterator<Item = SlotRef> + '_ {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter(move |(_, s)| {
-                s.is_ready() && s.db.load(Ordering::Relaxed) == db && s.kind() == kind
-            })
-            .map(|(idx, _)| self.slot_ref(idx))
-    }
-}
-
-/// FNV-1a: tiny, good enough to spread a few hundred short names.
-fn hash(key: &Key<'_>) -> u64 {
-    key.db
-        .to_le_bytes()
-        .iter()
-        .chain(&[key.kind as u8])
-        .chain(key.name)
-        .fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-        })
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use std::collections::HashSet;
+    use std::sync::atomic::AtomicBool;
 
     /// A table and its epochs (8 backends), as shared memory holds them.
     pub struct Table {
@@ -522,17 +483,21 @@ pub(crate) mod tests {
         }
     }
 
-    const LAYOUT: CreationLayout = CreationLayout {
+    pub const LAYOUT: CreationLayout = CreationLayout {
         epoch_ms: 1_735_689_600_000,
         node_bits: 10,
     };
 
-    fn sf(db: u32, name: &[u8]) -> Key<'_> {
+    pub fn key(db: u32, relid: u32) -> Key {
         Key {
             db,
-            kind: Kind::Snowflake,
-            name,
+            relid,
+            filenode: relid,
         }
+    }
+
+    fn insert(r: &Registry<'_>, k: Key) -> Result<SlotRef, Full> {
+        r.find_or_insert(k, Kind::Snowflake, LAYOUT, 0)
     }
 
     #[repr(C)]
@@ -556,53 +521,40 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn same_key_same_slot_other_db_other_slot() {
+    fn one_slot_per_key_and_storage() {
         let t = table(8);
         let r = t.registry();
-        let a = r.find_or_insert(sf(1, b"orders"), LAYOUT, true).unwrap();
-        assert_eq!(r.find_or_insert(sf(1, b"orders"), LAYOUT, true), Ok(a));
-        let b = r.find_or_insert(sf(2, b"orders"), LAYOUT, true).unwrap();
+        let a = insert(&r, key(1, 100)).unwrap();
+        assert_eq!(insert(&r, key(1, 100)), Ok(a));
+        let b = insert(&r, key(2, 100)).unwrap();
         assert_ne!(a.idx, b.idx);
-        let g = Key {
-            kind: Kind::Gdid,
-            ..sf(1, b"orders")
+        // The same relation with new storage (ALTER SEQUENCE ... RESTART) is another entry.
+        let restarted = Key {
+            filenode: 101,
+            ..key(1, 100)
         };
-        let c = r
-            .find_or_insert(g, CreationLayout::default(), true)
-            .unwrap();
+        let c = insert(&r, restarted).unwrap();
         assert!(c.idx != a.idx && c.idx != b.idx);
-        assert_eq!(r.slot(a.idx).key().name, b"orders");
         assert_eq!(r.slot(a.idx).created_with(), LAYOUT);
-        assert_eq!(r.slot(c.idx).key(), g);
+        assert_eq!(r.slot(c.idx).key(), restarted);
         assert_eq!(r.slot(b.idx).key().db, 2);
-        assert_eq!(r.of_database(1, Kind::Snowflake).count(), 1);
-        assert_eq!(r.of_database(1, Kind::Gdid).count(), 1);
+        assert_eq!(r.occupied(), 3);
     }
 
     #[test]
     fn state_words_are_handed_out_only_as_the_slots_own_kind() {
         let t = table(4);
         let r = t.registry();
-        let s = r.find_or_insert(sf(1, b"s"), LAYOUT, true).unwrap();
+        let s = insert(&r, key(1, 1)).unwrap();
         let g = r
-            .find_or_insert(
-                Key {
-                    kind: Kind::Gdid,
-                    ..sf(1, b"g")
-                },
-                CreationLayout::default(),
-                true,
-            )
+            .find_or_insert(key(1, 2), Kind::Gdid, CreationLayout::default(), 0)
             .unwrap();
         assert!(r.seq::<SnowflakeWords>(s).is_some());
         assert!(r.seq::<GdidWords>(s).is_none());
         assert!(r.seq::<GdidWords>(g).is_some());
         assert!(r.seq::<SnowflakeWords>(g).is_none());
-        r.seq::<SnowflakeWords>(s)
-            .unwrap()
-            .state()
-            .a
-            .store(7, Ordering::Relaxed);
+        let words = r.seq::<SnowflakeWords>(s).unwrap().state();
+        words.a.store(7, Ordering::Relaxed);
         assert_eq!(
             r.seq::<SnowflakeWords>(s)
                 .unwrap()
@@ -622,94 +574,79 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_dropped_slot_is_reused_once_no_backend_can_hold_it() {
+    fn an_evicted_slot_is_reused_once_no_backend_can_hold_it() {
         let t = table(4);
         let r = t.registry();
         let e = t.epochs();
-        assert!(e.enter(0)); // backend 0 found "a" before the drop
-        let a = r.find_or_insert(sf(1, b"a"), LAYOUT, false).unwrap();
+        assert!(e.enter(0)); // backend 0 found it before the eviction
+        let a = insert(&r, key(1, 1)).unwrap();
         r.seq::<SnowflakeWords>(a)
             .unwrap()
             .state()
             .a
             .store(99, Ordering::Relaxed);
-        assert!(!r.slot(a.idx).is_seeded());
-        assert!(r.drop_slot(a.idx));
-        assert!(!r.drop_slot(a.idx));
-        assert!(r.slot(a.idx).is_dropped());
+        assert!(r.evict(a.idx));
+        assert!(!r.evict(a.idx));
+        assert!(r.slot(a.idx).is_evicted());
         assert!(r.seq::<SnowflakeWords>(a).is_none());
-        assert_eq!(r.find(sf(1, b"a")), None);
-        assert_eq!(r.dropped_in_use(), 1);
-        // Backend 0 may still use the old occupant: the name gets another slot.
-        let fill: Vec<SlotRef> = [b"a", b"b", b"c"]
-            .iter()
-            .map(|n| r.find_or_insert(sf(1, *n), LAYOUT, false).unwrap())
-            .collect();
+        assert_eq!(r.find(key(1, 1)), None);
+        assert_eq!(r.evicted_in_use(), 1);
+        // Backend 0 may still use the old occupant: the key gets another slot.
+        let fill: Vec<SlotRef> = (1..4).map(|i| insert(&r, key(1, i)).unwrap()).collect();
         assert!(fill.iter().all(|f| f.idx != a.idx));
-        assert_eq!(r.find_or_insert(sf(1, b"d"), LAYOUT, false), Err(Full));
+        assert_eq!(insert(&r, key(1, 4)), Err(Full));
         // Once it has left, the slot takes a new sequence: a new generation, zeroed state.
         e.exit(0);
-        assert_eq!(r.dropped_in_use(), 0);
-        let d = r.find_or_insert(sf(1, b"d"), LAYOUT, false).unwrap();
+        assert_eq!(r.evicted_in_use(), 0);
+        let d = insert(&r, key(1, 4)).unwrap();
         assert_eq!(d.idx, a.idx);
         assert_ne!(d.generation, a.generation);
         assert!(
             r.seq::<SnowflakeWords>(a).is_none(),
             "the old handle is stale"
         );
-        let seq = r.seq::<SnowflakeWords>(d).unwrap();
-        assert_eq!(seq.state().a.load(Ordering::Relaxed), 0);
-        assert_eq!(r.count_in_database(1), 4);
+        assert_eq!(
+            r.seq::<SnowflakeWords>(d)
+                .unwrap()
+                .state()
+                .a
+                .load(Ordering::Relaxed),
+            0
+        );
+        assert_eq!(r.occupied(), 4);
     }
 
     #[test]
-    fn a_name_dropped_and_inserted_again_is_found_once() {
+    fn eviction_takes_the_least_recently_used_of_its_sample() {
+        let t = table(16);
+        let r = t.registry();
+        for i in 0..16 {
+            let at = insert(&r, key(1, i)).unwrap();
+            r.slot(at.idx).touch(1_000 + i64::from(i));
+        }
+        let oldest = r.find(key(1, 0)).unwrap();
+        // A sample of every slot finds the oldest.
+        let victim = r.evict_one(12345, 64).unwrap();
+        assert_eq!(victim, oldest.idx);
+        assert_eq!(r.find(key(1, 0)), None);
+        assert_eq!(r.occupied(), 15);
+    }
+
+    #[test]
+    fn a_key_evicted_and_inserted_again_is_found_once() {
         // A reused tombstone before the key's own slot must not make a second copy.
         let t = table(8);
         let r = t.registry();
-        let names: Vec<Vec<u8>> = (0..6).map(|i| format!("n{i}").into_bytes()).collect();
-        let refs: Vec<SlotRef> = names
-            .iter()
-            .map(|n| r.find_or_insert(sf(1, n), LAYOUT, true).unwrap())
-            .collect();
-        for (i, at) in refs.iter().enumerate().step_by(2) {
-            assert!(r.drop_slot(at.idx), "{i}");
+        let refs: Vec<SlotRef> = (0..6).map(|i| insert(&r, key(1, i)).unwrap()).collect();
+        for at in refs.iter().step_by(2) {
+            assert!(r.evict(at.idx));
         }
-        for n in &names {
-            let first = r.find_or_insert(sf(1, n), LAYOUT, true).unwrap();
-            assert_eq!(r.find_or_insert(sf(1, n), LAYOUT, true), Ok(first));
-            assert_eq!(r.find(sf(1, n)), Some(first));
+        for i in 0..6 {
+            let first = insert(&r, key(1, i)).unwrap();
+            assert_eq!(insert(&r, key(1, i)), Ok(first));
+            assert_eq!(r.find(key(1, i)), Some(first));
         }
-        assert_eq!(r.count_in_database(1), 6);
-    }
-
-    #[test]
-    fn new_names_start_unseeded_and_known_ones_seeded() {
-        let t = table(2);
-        let r = t.registry();
-        let s = r.slot(r.find_or_insert(sf(1, b"a"), LAYOUT, false).unwrap().idx);
-        assert!(!s.is_seeded());
-        s.mark_seeded();
-        assert!(s.is_seeded());
-        let known = r.slot(r.find_or_insert(sf(1, b"b"), LAYOUT, true).unwrap().idx);
-        assert!(known.is_seeded());
-    }
-
-    #[test]
-    fn full_table_is_reported_but_existing_names_still_resolve() {
-        let t = table(3);
-        let r = t.registry();
-        for name in [b"a", b"b", b"c"] {
-            r.find_or_insert(sf(7, name), LAYOUT, true).unwrap();
-        }
-        assert_eq!(r.find_or_insert(sf(7, b"d"), LAYOUT, true), Err(Full));
-        assert!(r.find_or_insert(sf(7, b"b"), LAYOUT, true).is_ok());
-    }
-
-    #[test]
-    fn a_slot_is_320_bytes_as_documented() {
-        // README and the snowflake.max_sequences description quote this size.
-        assert_eq!(std::mem::size_of::<Slot>(), 320);
+        assert_eq!(r.occupied(), 6);
     }
 
     #[test]
@@ -726,7 +663,13 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn concurrent_inserts_agree_on_one_slot_per_name() {
+    fn a_slot_is_192_bytes_as_documented() {
+        // README and the snowflake.cache_size description quote this size.
+        assert_eq!(std::mem::size_of::<Slot>(), 192);
+    }
+
+    #[test]
+    fn concurrent_inserts_agree_on_one_slot_per_key() {
         let t = table(64);
         let results: Vec<Vec<SlotRef>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..8)
@@ -734,11 +677,7 @@ pub(crate) mod tests {
                     s.spawn(|| {
                         let r = t.registry();
                         (0..48)
-                            .map(|i| {
-                                let name = format!("seq{i}");
-                                r.find_or_insert(sf(1, name.as_bytes()), LAYOUT, true)
-                                    .unwrap()
-                            })
+                            .map(|i| insert(&r, key(1, i)).unwrap())
                             .collect::<Vec<_>>()
                     })
                 })
@@ -751,30 +690,26 @@ pub(crate) mod tests {
     }
 
     /// Backends keep claiming values from their sequences (entering and leaving, a handle
-    /// checked before each use) while another drops sequences and creates new ones, in a
+    /// checked before each use) while another evicts sequences and caches them again, in a
     /// table small enough that every slot is reused many times: the slot a claim went to
     /// still held the handle's occupant after the claim, never its next one.
     #[test]
-    fn drops_and_uses_race_without_a_stale_handle_touching_a_new_occupant() {
+    fn evictions_and_uses_race_without_a_stale_handle_touching_a_new_occupant() {
         let t = table(6);
         let stop = AtomicBool::new(false);
         let claims = AtomicU64::new(0);
-        let names: Vec<Vec<u8>> = (0..4).map(|i| format!("s{i}").into_bytes()).collect();
         std::thread::scope(|s| {
             for me in 0..6 {
-                let (t, stop, names, claims) = (&t, &stop, &names, &claims);
+                let (t, stop, claims) = (&t, &stop, &claims);
                 s.spawn(move || {
                     let r = t.registry();
                     let e = t.epochs();
-                    let mut i = me;
+                    let mut i = me as u32;
                     while !stop.load(Ordering::Relaxed) {
                         assert!(e.enter(me));
-                        let name = &names[i % names.len()];
+                        let k = key(1, i % 4);
                         i += 1;
-                        if let Some(seq) = r
-                            .find(sf(1, name))
-                            .and_then(|at| r.seq::<SnowflakeWords>(at))
-                        {
+                        if let Some(seq) = r.find(k).and_then(|at| r.seq::<SnowflakeWords>(at)) {
                             seq.state().a.fetch_add(1, Ordering::AcqRel);
                             claims.fetch_add(1, Ordering::Relaxed);
                             assert_eq!(
@@ -789,16 +724,16 @@ pub(crate) mod tests {
             }
             let r = t.registry();
             let mut reused = 0;
-            let mut round = 0usize;
+            let mut round = 0u32;
             // Until both sides have done plenty (the readers may start late), within bounds.
             while round < 20_000 || (claims.load(Ordering::Relaxed) < 100_000 && round < 5_000_000)
             {
                 round += 1;
-                let name = &names[round % names.len()];
-                if let Some(at) = r.find(sf(1, name)) {
-                    r.drop_slot(at.idx);
+                let k = key(1, round % 4);
+                if let Some(at) = r.find(k) {
+                    r.evict(at.idx);
                 }
-                if let Ok(at) = r.find_or_insert(sf(1, name), LAYOUT, true) {
+                if let Ok(at) = insert(&r, k) {
                     reused += usize::from(at.generation > 1);
                 }
             }

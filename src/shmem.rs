@@ -1,8 +1,9 @@
-//! Shared memory: the slot table and its epochs (see `epochs`), the lease lock, and the
-//! sightings of logical replication (see `detection`). The table's size comes from
-//! `snowflake.max_sequences` and the epochs' from the number of backends, so they are requested
-//! and attached with PostgreSQL's hooks directly (`pg_shmem_init!` only sizes Rust types known
-//! at compile time).
+//! Shared memory: the cache of sequences and its epochs (see `registry`, `epochs`), its lock
+//! and the lease extension locks (see `sequences::durable`), and the sightings of logical
+//! replication (see `detection`). The cache's size comes from `snowflake.max_sequences` and
+//! the epochs' from the number of backends, so they are requested and attached with
+//! PostgreSQL's hooks directly (`pg_shmem_init!` only sizes Rust types known at compile time).
+//! Nothing is loaded into it at start: sequences enter it as they are used.
 //!
 //! A backend that reaches the table through [`registry`] enters the current epoch for the rest
 //! of its transaction, so that no slot it may hold is reused meanwhile; the end of the
@@ -23,7 +24,8 @@ use crate::registry::{Registry, Slot};
 
 static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(null_mut());
 static SIGHTINGS: AtomicPtr<Sightings> = AtomicPtr::new(null_mut());
-static LEASE_LOCK: AtomicPtr<pg_sys::LWLock> = AtomicPtr::new(null_mut());
+/// The tranche's locks: the cache's, then the extension locks.
+static LOCKS: AtomicPtr<pg_sys::LWLockPadded> = AtomicPtr::new(null_mut());
 static SLOT_COUNT: AtomicUsize = AtomicUsize::new(0);
 /// The epoch counter, followed by one entry per backend.
 static EPOCHS: AtomicPtr<AtomicU64> = AtomicPtr::new(null_mut());
@@ -31,8 +33,6 @@ static EPOCH_ENTRIES: AtomicUsize = AtomicUsize::new(0);
 
 static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
 static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
-/// What fills freshly created shared memory (the lease file's contents, see `lib.rs`).
-static mut ON_CREATE: Option<fn(&Registry<'static>)> = None;
 
 const SEGMENT_NAME: &std::ffi::CStr = c"snowflake_id sequences";
 const EPOCHS_NAME: &std::ffi::CStr = c"snowflake_id epochs";
@@ -59,15 +59,20 @@ fn epochs_size() -> usize {
     size_of::<AtomicU64>() * (1 + epoch_entries())
 }
 
-/// Installs the hooks for a table of `slots` sequences. Called from `_PG_init` while
-/// preloading; `on_create` runs whenever the table is created afresh, before any backend
-/// exists.
-pub fn install_hooks(slots: usize, on_create: fn(&Registry<'static>)) {
+/// How many lease extension locks there are (see `sequences::durable`): sequences that share
+/// one wait for each other's extensions, which take a WAL flush each.
+pub const STRIPES: usize = 64;
+
+/// How many locks the tranche has: the cache's, then one per extension stripe.
+const LOCK_COUNT: usize = 1 + STRIPES;
+
+/// Installs the hooks for a cache of `slots` sequences. Called from `_PG_init` while
+/// preloading.
+pub fn install_hooks(slots: usize) {
     SLOT_COUNT.store(slots, Ordering::Relaxed);
     // SAFETY: _PG_init runs once, single-threaded, in the postmaster; chaining the previous
     // hooks is how PostgreSQL expects several libraries to share them.
     unsafe {
-        ON_CREATE = Some(on_create);
         PREV_SHMEM_REQUEST_HOOK = pg_sys::shmem_request_hook;
         pg_sys::shmem_request_hook = Some(shmem_request);
         PREV_SHMEM_STARTUP_HOOK = pg_sys::shmem_startup_hook;
@@ -87,7 +92,7 @@ unsafe extern "C-unwind" fn shmem_request() {
             pg_sys::RequestAddinShmemSpace(table_size());
             pg_sys::RequestAddinShmemSpace(epochs_size());
             pg_sys::RequestAddinShmemSpace(size_of::<Sightings>());
-            pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), 1);
+            pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), LOCK_COUNT as i32);
         })
     }
 }
@@ -139,22 +144,74 @@ unsafe fn attach() {
             std::ptr::write_bytes(sightings.cast::<u8>(), 0, size_of::<Sightings>());
         }
         SIGHTINGS.store(sightings.cast(), Ordering::Release);
-        let tranche = pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr());
-        LEASE_LOCK.store(&raw mut (*tranche).lock, Ordering::Release);
-        if !found {
-            // Fresh shared memory (server start, or re-initialisation after a crash):
-            // what the lease file says was handed out comes first.
-            if let Some(fill) = ON_CREATE {
-                fill(&recovery_registry().expect("just attached"));
-            }
-        }
+        LOCKS.store(
+            pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr()),
+            Ordering::Release,
+        );
         pg_sys::LWLockRelease(init_lock);
     }
 }
 
-/// The lock that serialises lease extensions (see `durable`).
-pub fn lease_lock() -> *mut pg_sys::LWLock {
-    LEASE_LOCK.load(Ordering::Acquire)
+/// How long a waiter for one of the extension's locks sleeps between attempts: it wakes at
+/// once for a cancel request, a statement timeout or a terminate, checked after every wait.
+const LOCK_POLL_MS: i64 = 1;
+
+/// One of the extension's locks, held by this backend while the value exists. PostgreSQL
+/// releases it at transaction abort if an error escapes first.
+pub struct InterruptibleLock {
+    lock: *mut pg_sys::LWLock,
+}
+
+impl InterruptibleLock {
+    /// Waits for `lock`. Unlike a plain LWLock wait, the wait can be cancelled
+    /// (`pg_cancel_backend`, `statement_timeout`): a backend queued behind a slow WAL flush
+    /// must not hang with it. Shows as the wait event `Extension` meanwhile.
+    pub fn acquire(lock: *mut pg_sys::LWLock) -> InterruptibleLock {
+        // SAFETY: `lock` is an LWLock of the extension's tranche in shared memory, which
+        // lives as long as the server; a conditional acquire never sleeps. WaitLatch on
+        // MyLatch with a timeout and postmaster-death exit is the standard interruptible wait,
+        // and the interrupt check right after it raises a pending cancel as an ERROR.
+        unsafe {
+            while !pg_sys::LWLockConditionalAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE) {
+                pg_sys::WaitLatch(
+                    pg_sys::MyLatch,
+                    (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH)
+                        as i32,
+                    LOCK_POLL_MS as _,
+                    pg_sys::PG_WAIT_EXTENSION,
+                );
+                pg_sys::ResetLatch(pg_sys::MyLatch);
+                pgrx::check_for_interrupts!();
+            }
+        }
+        InterruptibleLock { lock }
+    }
+}
+
+impl Drop for InterruptibleLock {
+    fn drop(&mut self) {
+        // SAFETY: acquired in `acquire` by this backend and not yet released.
+        unsafe { pg_sys::LWLockRelease(self.lock) };
+    }
+}
+
+/// The tranche's lock `n`.
+fn lock(n: usize) -> *mut pg_sys::LWLock {
+    assert!(n < LOCK_COUNT);
+    // SAFETY: the tranche holds LOCK_COUNT padded LWLocks in shared memory that lives as long
+    // as the server; attached before any backend runs.
+    unsafe { &raw mut (*LOCKS.load(Ordering::Acquire).add(n)).lock }
+}
+
+/// The lock under which sequences enter and leave the cache.
+pub fn cache_lock() -> *mut pg_sys::LWLock {
+    lock(0)
+}
+
+/// The lease extension lock of the sequence whose cache key hashes to `hash` (see
+/// `sequences::durable`).
+pub fn extension_lock(hash: u64) -> *mut pg_sys::LWLock {
+    lock(1 + (hash % STRIPES as u64) as usize)
 }
 
 /// The sightings of logical replication, or `None` when the library was not preloaded.
@@ -169,16 +226,16 @@ pub fn sightings() -> Option<&'static Sightings> {
 /// the current epoch, if it has not in this transaction yet (see the module's comment).
 #[inline]
 pub fn registry() -> Option<Registry<'static>> {
-    let registry = recovery_registry()?;
+    let registry = unentered_registry()?;
     if !ENTERED.load(Ordering::Relaxed) {
         enter();
     }
     Some(registry)
 }
 
-/// The table for the processes that rebuild it (the postmaster at start, WAL replay), which
-/// are alone in changing it and hold no slot across calls: they enter no epoch.
-pub fn recovery_registry() -> Option<Registry<'static>> {
+/// The table without entering an epoch: for reading statistics that hold no slot across
+/// calls.
+fn unentered_registry() -> Option<Registry<'static>> {
     let ptr = SLOTS.load(Ordering::Acquire);
     if ptr.is_null() {
         return None;
@@ -240,6 +297,19 @@ fn enter() {
         }
     }
     ENTERED.store(true, Ordering::Relaxed);
+}
+
+/// Enters the current epoch again, if this backend has entered one: slots evicted since it
+/// first entered may then take new sequences without waiting for its transaction to end.
+/// Only where it holds no slot reference between a check of its generation and its use
+/// (resolving a name): a slot evicted before this call reads as evicted from now on, and
+/// one evicted after waits for this backend again.
+pub fn refresh_epoch() {
+    if ENTERED.load(Ordering::Relaxed) {
+        if let (Some(epochs), Some(me)) = (epochs(), my_entry()) {
+            epochs.enter(me);
+        }
+    }
 }
 
 fn leave() {

@@ -1,5 +1,5 @@
-//! Queries the extension runs itself (seeding reads the catalog and the tables whose defaults
-//! call a generator), through PostgreSQL's SPI.
+//! Statements the extension runs itself (creating a sequence relation, the catalog queries of
+//! detection and of the update from 0.3.0), through PostgreSQL's SPI.
 //!
 //! Not pgrx's SPI client: query texts here are bytes in the database's encoding (they quote
 //! table and column names), and an error PostgreSQL raises while running one (a permission,
@@ -57,6 +57,18 @@ impl Connection {
     }
 }
 
+impl Connection {
+    /// Runs one utility statement (`CREATE SEQUENCE ...`, `SET LOCAL ...`), as the current
+    /// user. `query` is bytes in the database's encoding, NUL-terminated.
+    pub fn execute(&mut self, query: &CStr) {
+        // SAFETY: as in `select`; a utility statement leaves no rows.
+        let rc = unsafe { errors::guarded(|| SPI_execute(query.as_ptr(), false, 0)) };
+        if rc != pg_sys::SPI_OK_UTILITY as c_int {
+            spi_error("SPI_execute", rc);
+        }
+    }
+}
+
 /// The rows of the last statement; valid until the connection runs another one.
 pub struct Rows<'c> {
     table: *mut pg_sys::SPITupleTable,
@@ -100,25 +112,12 @@ impl Rows<'_> {
             .map(|d| Oid::from(d.value() as u32))
     }
 
-    /// A `"char"` column.
-    pub fn char(&self, row: usize, col: usize) -> Option<u8> {
-        self.datum(row, col, pg_sys::CHAROID)
-            .map(|d| d.value() as u8)
-    }
-
     /// A `text` column's bytes, in the database's encoding (never converted, unlike text
     /// sent to a client), copied out of SPI's memory.
     pub fn text(&self, row: usize, col: usize) -> Option<Vec<u8>> {
         self.datum(row, col, pg_sys::TEXTOID)
             // SAFETY: a non-null text Datum of the tuple, alive while the rows are.
             .map(|d| unsafe { fmgr::varlena_bytes(d.cast_mut_ptr()) }.to_vec())
-    }
-
-    /// A column of type `ty` whose values are `N` bytes by reference (a gdid), copied.
-    pub fn fixed<const N: usize>(&self, row: usize, col: usize, ty: Oid) -> Option<[u8; N]> {
-        self.datum(row, col, ty)
-            // SAFETY: the caller names a type of N bytes passed by reference.
-            .map(|d| unsafe { d.cast_mut_ptr::<[u8; N]>().read_unaligned() })
     }
 }
 

@@ -237,10 +237,16 @@ pub mod types {
         text_datum = "text", bytea = "bytea", cstring = "cstring", internal = "internal",
         timestamptz = "timestamptz", interval = "interval", text_array = "text[]",
         void = "void", snowflake = "snowflake", gdid = "gdid", gdid_datum = "gdid",
-        gdid_or_null = "gdid",
+        gdid_or_null = "gdid", regclass = "regclass",
         record = "record", trigger = "trigger",
     }
 
+    impl Arg<'_> for regclass {
+        type Rust = pgrx::pg_sys::Oid;
+        unsafe fn read(d: Datum) -> pgrx::pg_sys::Oid {
+            pgrx::pg_sys::Oid::from(d.value() as u32)
+        }
+    }
     impl Arg<'_> for bigint {
         type Rust = i64;
         unsafe fn read(d: Datum) -> i64 {

@@ -24,7 +24,7 @@ use std::rc::Rc;
 
 use pgrx::pg_sys::{self, Datum, Oid};
 
-use crate::defaults::{self, Holds};
+use super::generating::{self, Holds};
 use crate::errors::{self, error, Code};
 use crate::fmgr::Call;
 use crate::gdid::datum;
@@ -223,7 +223,7 @@ fn recently_deleted() -> &'static mut RecentlyDeleted {
 fn look_up(table: Oid) -> Rc<[(i16, What)]> {
     register_callback();
     let before = cache().invalidations;
-    let (columns, ancestors) = spi::connect(|conn| defaults::generating(conn, table));
+    let (columns, ancestors) = spi::connect(|conn| generating::generating(conn, table));
     let columns: Rc<[(i16, What)]> = columns
         .into_iter()
         .map(|(attnum, holds)| {

@@ -21,6 +21,7 @@ use pgrx::pg_sys;
 
 use crate::errors::{error, Code};
 pub mod arrivals;
+pub mod generating;
 pub mod sightings;
 pub mod watch;
 

@@ -1,5 +1,5 @@
 //! Which tables have the trigger that counts arriving values (`arrivals`): every plain table
-//! with a generating column (`defaults::generating`), and only those.
+//! with a generating column (`generating`), and only those.
 //!
 //! The trigger is an internal one, as PostgreSQL's own foreign-key triggers are: `pg_dump`
 //! does not dump it, `\d` does not list it, and only a superuser can disable it. It fires
@@ -26,11 +26,11 @@
 //! Tables that existed before (an update from 0.2.0) get it from `snowflake_watch_tables()`.
 
 use std::cell::UnsafeCell;
-use std::ffi::{c_int, c_void, CString};
+use std::ffi::{c_int, CString};
 
 use pgrx::pg_sys::{self, Oid};
 
-use crate::defaults;
+use super::generating;
 use crate::errors;
 use crate::spi::{self, Connection};
 
@@ -71,62 +71,39 @@ fn pending() -> &'static mut Pending {
     unsafe { &mut *PENDING.0.get() }.get_or_insert_with(Pending::default)
 }
 
-static mut PREV_OBJECT_ACCESS_HOOK: pg_sys::object_access_hook_type = None;
-
-/// Installs the hook. Called from `_PG_init` while preloading.
-pub fn install_hook() {
-    // SAFETY: _PG_init runs once, single-threaded, in the postmaster; chaining the previous
-    // hook is how several libraries share it.
-    unsafe {
-        PREV_OBJECT_ACCESS_HOOK = pg_sys::object_access_hook;
-        pg_sys::object_access_hook = Some(object_access);
-    }
-}
-
-#[pgrx::pg_guard]
-unsafe extern "C-unwind" fn object_access(
-    access: pg_sys::ObjectAccessType::Type,
-    class: Oid,
-    object: Oid,
-    sub: c_int,
-    arg: *mut c_void,
-) {
-    // SAFETY: the previous hook is called with the arguments PostgreSQL gave; the lookup of
-    // a default's column reads pg_attrdef, as deleting it is about to.
-    unsafe {
-        errors::boundary(|| {
-            if let Some(prev) = PREV_OBJECT_ACCESS_HOOK {
-                errors::guarded(|| prev(access, class, object, sub, arg));
+/// The object access hook's part (see `hooks`): notes which relations, triggers and types a
+/// statement changes.
+pub fn on_access(access: pg_sys::ObjectAccessType::Type, class: Oid, object: Oid, _sub: c_int) {
+    use pg_sys::ObjectAccessType::{OAT_DROP, OAT_POST_ALTER, OAT_POST_CREATE};
+    match access {
+        // PostgreSQL passes the table of a new DEFAULT (and the column as `sub`).
+        OAT_POST_CREATE if class == ATTR_DEFAULT_RELATION_ID => {
+            pending().relations.push(object);
+        }
+        OAT_DROP if class == ATTR_DEFAULT_RELATION_ID => {
+            // SAFETY: reads pg_attrdef, as deleting the default is about to; InvalidOid for
+            // one that is gone.
+            let column = unsafe { GetAttrDefaultColumnAddress(object) };
+            if column.objectId != pg_sys::InvalidOid {
+                pending().relations.push(column.objectId);
             }
-            use pg_sys::ObjectAccessType::{OAT_DROP, OAT_POST_ALTER, OAT_POST_CREATE};
-            match access {
-                OAT_POST_CREATE if class == ATTR_DEFAULT_RELATION_ID => {
-                    pending().relations.push(object);
-                }
-                OAT_DROP if class == ATTR_DEFAULT_RELATION_ID => {
-                    let column = errors::guarded(|| GetAttrDefaultColumnAddress(object));
-                    if column.objectId != pg_sys::InvalidOid {
-                        pending().relations.push(column.objectId);
-                    }
-                }
-                OAT_POST_ALTER if class == INHERITS_RELATION_ID => {
-                    pending().relations.push(object);
-                }
-                // A table created (a column of a domain with a DEFAULT has no default of
-                // its own), a column added, a table altered (SET LOGGED, a rewrite).
-                OAT_POST_CREATE | OAT_POST_ALTER if class == pg_sys::RelationRelationId => {
-                    pending().relations.push(object);
-                }
-                // ALTER DOMAIN ... SET DEFAULT: the tables with columns of the domain.
-                OAT_POST_ALTER if class == pg_sys::TypeRelationId => {
-                    pending().types.push(object);
-                }
-                OAT_POST_ALTER if class == pg_sys::TriggerRelationId => {
-                    pending().triggers.push(object);
-                }
-                _ => {}
-            }
-        })
+        }
+        OAT_POST_ALTER if class == INHERITS_RELATION_ID => {
+            pending().relations.push(object);
+        }
+        // A table created (a column of a domain with a DEFAULT has no default of its own), a
+        // column added, a table altered (SET LOGGED, a rewrite).
+        OAT_POST_CREATE | OAT_POST_ALTER if class == pg_sys::RelationRelationId => {
+            pending().relations.push(object);
+        }
+        // ALTER DOMAIN ... SET DEFAULT: the tables with columns of the domain.
+        OAT_POST_ALTER if class == pg_sys::TypeRelationId => {
+            pending().types.push(object);
+        }
+        OAT_POST_ALTER if class == pg_sys::TriggerRelationId => {
+            pending().triggers.push(object);
+        }
+        _ => {}
     }
 }
 
@@ -271,7 +248,7 @@ fn trigger_on(conn: &mut Connection, table: Oid, function: Oid) -> Option<(Oid, 
 /// Creates or drops the trigger of `table` as its columns require: Some(true) if created,
 /// Some(false) if dropped, None if it was right.
 fn bring_in_line(conn: &mut Connection, table: Oid, function: Oid) -> Option<bool> {
-    let generating = !defaults::generating(conn, table).0.is_empty();
+    let generating = !generating::generating(conn, table).0.is_empty();
     match (generating, trigger_on(conn, table, function)) {
         (true, None) => {
             create(table, function);

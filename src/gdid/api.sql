@@ -200,28 +200,31 @@ CREATE FUNCTION gdid_advance(scope text, sequence text, past gdid) RETURNS void
     VOLATILE STRICT PARALLEL UNSAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_advance';
 COMMENT ON FUNCTION gdid_advance(text, text, gdid) IS
-    'Moves (scope, sequence) on so that its next gdid has a later era and counter than past; never back';
-REVOKE EXECUTE ON FUNCTION gdid_advance(text, text, gdid) FROM PUBLIC;
+    'Moves (scope, sequence) on so that its next gdid has a later era and counter than past; never back. UPDATE on the sequence, as setval';
 
 CREATE FUNCTION gdid_drop_sequence(scope text, sequence text) RETURNS boolean
     VOLATILE STRICT PARALLEL UNSAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_drop_sequence';
 COMMENT ON FUNCTION gdid_drop_sequence(text, text) IS
-    'Drops (scope, sequence) of this database (true if it existed); its next use continues above the stored gdids of this authority';
-REVOKE EXECUTE ON FUNCTION gdid_drop_sequence(text, text) FROM PUBLIC;
+    'DROP SEQUENCE gdid."scope/sequence" (true if it existed): transactional, refused while a DEFAULT names it';
 
 -- Monitoring
 
-CREATE FUNCTION gdid_sequences_rows(
+CREATE FUNCTION gdid_sequence_state(seq regclass,
         OUT scope text, OUT sequence text, OUT era bigint, OUT last_counter bigint,
         OUT lease_end bigint, OUT issued bigint, OUT lease_extensions bigint)
     RETURNS SETOF record
-    VOLATILE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_sequences_rows';
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_sequence_state';
+COMMENT ON FUNCTION gdid_sequence_state(regclass) IS 'The row of gdid_sequences for one sequence';
 
 CREATE VIEW gdid_sequences AS
-    SELECT scope, sequence, era, last_counter, lease_end, issued, lease_extensions
-      FROM @extschema@.gdid_sequences_rows();
+    SELECT s.scope, s.sequence, s.era, s.last_counter, s.lease_end, s.issued,
+           s.lease_extensions, c.oid::pg_catalog.regclass AS relation
+      FROM pg_catalog.pg_class c
+     CROSS JOIN LATERAL @extschema@.gdid_sequence_state(c.oid::pg_catalog.regclass) s
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) 'gdid'::pg_catalog.regnamespace
+       AND c.relkind OPERATOR(pg_catalog.=) 'S';
 GRANT SELECT ON gdid_sequences TO PUBLIC;
 COMMENT ON VIEW gdid_sequences IS
-    'The gdid sequences of this database: position, durable lease, activity since start';
+    'The gdid sequences of this database: position, durable lease, and what the cache knows of each';

@@ -38,11 +38,9 @@ pub struct GdidState {
     last_extension_ms: AtomicI64,
     /// Counters the last lease extension covered.
     block: AtomicU64,
-    /// Once dropped: the last counter of `era` it handed out (its word is then closed).
-    closed_at: AtomicU64,
 }
 
-// SAFETY: repr(C), atomics only (64 bytes, align 8), valid when zeroed.
+// SAFETY: repr(C), atomics only (56 bytes, align 8), valid when zeroed.
 unsafe impl SlotState for GdidState {
     const KIND: Kind = Kind::Gdid;
 }
@@ -140,23 +138,6 @@ impl GdidState {
         }
     }
 
-    /// Closes a dropped sequence: no claim succeeds any more (the word's counter is the
-    /// maximum, as during an era change). Under the lease lock, which era changes need too.
-    pub fn close(&self) {
-        let old = self.word.fetch_or(MAX_COUNTER, Ordering::AcqRel);
-        if counter_of(old) != MAX_COUNTER {
-            self.closed_at.store(counter_of(old), Ordering::Release);
-        }
-    }
-
-    /// For a dropped (closed) sequence: its era and the last counter it handed out.
-    pub fn closed_at(&self) -> (u32, u64) {
-        (
-            self.era.load(Ordering::Acquire),
-            self.closed_at.load(Ordering::Acquire),
-        )
-    }
-
     /// The last counter handed out in the current era.
     pub fn last(&self) -> u64 {
         counter_of(self.word.load(Ordering::Acquire))
@@ -170,13 +151,22 @@ impl GdidState {
         )
     }
 
-    /// Sets the state from a durable lease (start-up, or WAL replay), if it is ahead of what
-    /// the state has. Nothing is generating meanwhile: the server is starting, or in recovery.
+    /// Sets the state from the durable lease its relation holds, if it is ahead of what the
+    /// state has (a new cache entry; a lease another entry of the sequence, since evicted, or
+    /// a `setval` made). Under the extension lock, which every change of the era takes too.
+    ///
+    /// Other backends may be claiming counters meanwhile: a later era is entered as
+    /// [`GdidState::advance_era`] enters one (the word closed first, so that no claim of the
+    /// old era can succeed after it), and within the era the counter is raised before the
+    /// lease grows, so that no claim between the two takes a counter below the new lease.
     pub fn restore(&self, era: u32, end: u64) {
-        if (era, end) > self.lease() {
-            self.era.store(era, Ordering::Release);
-            self.lease_end.store(end, Ordering::Release);
-            self.word.store(end.saturating_sub(1), Ordering::Release);
+        let (cur_era, cur_end) = self.lease();
+        let last = end.saturating_sub(1);
+        if era > cur_era {
+            self.advance_era(era, last, end);
+        } else if era == cur_era && end > cur_end {
+            self.raise_to(last);
+            self.extend(end);
         }
     }
 

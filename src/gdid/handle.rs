@@ -7,7 +7,7 @@
 
 use super::counter::{GdidState, Need, Taken};
 use super::value::MAX_COUNTER;
-use crate::durable::record::Lease;
+use crate::lease::Lease;
 use crate::registry::Seq;
 
 /// Lease blocks: the first one, and the most a block grows to under sustained load.
@@ -68,16 +68,6 @@ pub fn lease_end_for(last: u64, block: u64) -> u64 {
 }
 
 impl GdidSeq<'_> {
-    /// Closes a dropped sequence (see `GdidState::close`). Under the lease lock.
-    pub fn close(&self) {
-        self.state().close();
-    }
-
-    /// For a dropped sequence: its era and the last counter it handed out.
-    pub fn closed_at(&self) -> (u32, u64) {
-        self.state().closed_at()
-    }
-
     /// Claims `n >= 1` consecutive counters if the lease covers them.
     #[inline]
     pub fn try_take(&self, n: u64) -> Result<Taken, Need> {
@@ -175,7 +165,21 @@ impl GdidSeq<'_> {
         Lease { era, end }
     }
 
-    /// Takes a durable lease found at start-up or in the WAL; never moves back.
+    /// Moves the sequence on so that its next gdid is above counter `end - 1` of `era` (never
+    /// back), without a lease: for a fresh sequence, above the keys already stored (see
+    /// `probe`). The lease extension that follows covers it before anything is handed out.
+    pub fn raise_position(&self, lease: Lease) {
+        let (era, _) = self.state().lease();
+        let last = lease.end.saturating_sub(1);
+        if lease.era > era {
+            self.state().advance_era(lease.era, last, 0);
+        } else if lease.era == era {
+            self.state().raise_to(last);
+        }
+    }
+
+    /// Takes the durable lease its relation holds (read under the extension lock); never
+    /// moves back.
     pub fn restore(&self, lease: Lease) {
         self.state().restore(lease.era, lease.end);
     }
@@ -195,19 +199,14 @@ impl GdidSeq<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::identity::{CreationLayout, Key, Kind};
-    use crate::registry::tests::table;
+    use crate::identity::{CreationLayout, Kind};
+    use crate::registry::tests::{key, table};
 
     fn with_seq(test: impl FnOnce(GdidSeq<'_>)) {
         let t = table(2);
         let r = t.registry();
-        let key = Key {
-            db: 1,
-            kind: Kind::Gdid,
-            name: b"s\0q",
-        };
         let at = r
-            .find_or_insert(key, CreationLayout::default(), true)
+            .find_or_insert(key(1, 2), Kind::Gdid, CreationLayout::default(), 0)
             .unwrap();
         test(r.seq(at).unwrap());
     }
@@ -291,6 +290,16 @@ mod tests {
             // And a lease need another backend has met meanwhile.
             let stale = Need::Lease { era: 6, last: 2 };
             assert_eq!(seq.plan(stale, 1, 0), Plan::Retry);
+        });
+    }
+
+    #[test]
+    fn a_raised_position_needs_a_lease_first() {
+        with_seq(|seq| {
+            seq.raise_position(Lease { era: 2, end: 10 });
+            seq.raise_position(Lease { era: 1, end: 99 });
+            assert_eq!(take(&seq, 1), Ok(Taken { era: 2, first: 10 }));
+            assert!(seq.lease().end > 10);
         });
     }
 

@@ -11,17 +11,17 @@ use super::counter::{GdidState, Taken};
 use super::datum::palloc;
 use super::handle::{GdidSeq, Plan};
 use super::value::{Gdid, ParseError, Part, SIZE};
-use crate::callsite;
 use crate::dbtext::DbText;
 use crate::detection::sightings::What;
-use crate::durable::lease::LeaseLock;
 use crate::errors::{error, Code, PgError};
 use crate::fmgr::{self, Call};
-use crate::identity::Kind;
-use crate::identity::SequenceName;
+use crate::identity::{gdid_names, Kind, SequenceName};
+use crate::lease;
+use crate::sequences::resolve::{resolve, Purpose, Resolved};
+use crate::sequences::{callsite, catalog, durable, fallback, lifecycle, privileges};
 use crate::sqlfn::sql_functions;
 use crate::wallclock;
-use crate::{detection, dropping, guc, lookup, prerequisites, seed, shmem};
+use crate::{detection, guc, lookup, node, prerequisites, shmem};
 
 sql_functions! {
     /// NULL only when the caller asked for soft errors (PostgreSQL 16+) and the input is bad.
@@ -110,29 +110,28 @@ sql_functions! {
         next_block(call, scope, sequence, n)
     }
 
-    /// Superuser only (EXECUTE revoked from PUBLIC).
+    /// Moves the sequence on so that its next gdid is later than `past`: UPDATE on the
+    /// sequence, as setval.
     fn gdid_advance(scope: text, sequence: text, past: gdid) -> void
         [volatile parallel_unsafe] |_| {
-        let registry = lookup::registry();
         prerequisites::require_writable("gdid_advance()");
-        while !seed::advance(lookup::gdid(&registry, scope, sequence), past) {
-            // Dropped meanwhile: the names lead to a new sequence.
-        }
+        advance(SequenceName::Gdid { scope, sequence }, past)
     }
 
-    /// Superuser only (EXECUTE revoked from PUBLIC).
+    /// `DROP SEQUENCE gdid."scope/sequence"`, as the caller (its owner may): refused while a
+    /// DEFAULT uses it. False if there is no such sequence.
     fn gdid_drop_sequence(scope: text, sequence: text) -> boolean [volatile parallel_unsafe] |_| {
-        let registry = lookup::registry();
-        prerequisites::require_writable("gdid_drop_sequence()");
-        dropping::drop_sequence(&registry, SequenceName::Gdid { scope, sequence })
+        lifecycle::drop_sequence(SequenceName::Gdid { scope, sequence })
     }
 
-    /// Rows of the gdid_sequences view: the current database's gdid sequences.
-    fn gdid_sequences_rows() -> table(
+    /// The row of the gdid_sequences view for sequence `seq`: its names, its lease, and what
+    /// the cache knows of it (NULL where it is not cached, or where the caller may not read
+    /// the sequence).
+    fn gdid_sequence_state(seq: regclass) -> table(
         scope: text, sequence: text, era: bigint, last_counter: bigint, lease_end: bigint,
         issued: bigint, lease_extensions: bigint
-    ) [volatile parallel_safe] |_, emit| {
-        sequence_rows(emit)
+    ) [volatile parallel_unsafe] |_, emit| {
+        sequence_state(seq, emit)
     }
 }
 
@@ -233,49 +232,120 @@ fn next_without_waiting(call: Call<'_>) -> Option<Gdid> {
     Some(Gdid::from_parts(t.era, authority, t.first))
 }
 
+fn resolved(scope: &[u8], sequence: &[u8], purpose: Purpose) -> Resolved {
+    resolve(
+        SequenceName::Gdid { scope, sequence },
+        &lookup::server().layout,
+        purpose,
+    )
+}
+
 fn next(call: Call<'_>) -> Gdid {
     let registry = lookup::registry();
-    let authority = prerequisites::gdid_authority();
+    let authority = node::gdid_authority();
     prerequisites::require_may_generate("gdid_next()", What::Authority);
     loop {
-        let at = callsite::slot_of(
+        let r = callsite::resolved(
             call,
             |at| registry.seq::<GdidState>(at).is_some(),
-            |[scope, sequence]| lookup::gdid(&registry, scope, sequence).at(),
+            |[scope, sequence]| resolved(scope, sequence, Purpose::Generate),
         );
-        if let Some(t) = registry.seq::<GdidState>(at).and_then(|seq| take(seq, 1)) {
+        if let Some(t) = registry
+            .seq::<GdidState>(r.at)
+            .and_then(|seq| take(seq, &r, authority, 1))
+        {
             return Gdid::from_parts(t.era, authority, t.first);
         }
-        // Dropped since the call site resolved it: the names lead to a new sequence.
+        // Evicted from the cache since the call site resolved it: resolve again.
+    }
+}
+
+/// Brings the cache entry up to the lease its relation holds, if that is more than the entry
+/// knows (an earlier entry of the sequence, since evicted, or a setval may have moved it on).
+/// Compared as stored values: a lease of era 1 or later is stored rounded up (see `lease`),
+/// and the entry's own last lease must not read as a move. Under the extension lock.
+fn load(seq: GdidSeq<'_>, r: &Resolved) {
+    let Some(stored) = durable::read(r.relid) else {
+        return;
+    };
+    if stored > lease::gdid_to_value(seq.lease()) {
+        if let Some(l) = lease::gdid_from_value(stored) {
+            seq.restore(l);
+        }
     }
 }
 
 /// `n` consecutive counters, the lease extended (or the era moved on) as needed; `None` if
-/// the sequence was dropped meanwhile.
-fn take(seq: GdidSeq<'_>, n: u64) -> Option<Taken> {
+/// the sequence left the cache meanwhile.
+fn take(seq: GdidSeq<'_>, r: &Resolved, authority: u8, n: u64) -> Option<Taken> {
     loop {
         let need = match seq.try_take(n) {
             Ok(t) => return Some(t),
             Err(need) => need,
         };
-        let lock = LeaseLock::acquire();
+        // A fresh sequence (its relation holds no lease yet) continues above the gdids of this
+        // authority already stored in its columns (see `fallback`): looked for before the
+        // lock, since reading an index may wait for a lock of its own.
+        let fresh = seq.lease() == lease::Lease::default() && durable::read(r.relid).is_none();
+        let floor = fresh
+            .then(|| fallback::gdid_floor(r.relid, authority))
+            .flatten();
+        let _lock = durable::lock_extensions(r.key.hash());
         if !seq.is_current() {
-            return None; // dropped: its word is closed
+            return None;
         }
+        if durable::read(r.relid).is_none() {
+            if let Some(f) = floor {
+                seq.raise_position(f);
+            }
+        }
+        load(seq, r);
         let now = wallclock::precise_unix_ms();
         match seq.plan(need, n, now) {
             Plan::Retry => {}
             Plan::Exhausted => error(
                 Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-                format!("{} has used up every era", lookup::id_of(seq.slot())),
+                format!("{} has used up every era", described(r)),
             )
             .raise(),
             Plan::Move(m) => {
-                if !lock.persist_then_publish(seq, m.lease, || seq.publish(m, now)) {
-                    return None;
-                }
+                durable::write_and_flush(r.relid, lease::gdid_to_value(m.lease));
+                seq.publish(m, now);
+                seq.slot().touch(now);
             }
         }
+    }
+}
+
+/// `gdid sequence "scope/sequence"` of a resolved sequence, for messages.
+fn described(r: &Resolved) -> String {
+    format!(
+        "gdid sequence \"{}\"",
+        DbText(&catalog::relation_name(r.relid).unwrap_or_default())
+    )
+}
+
+fn advance(name: SequenceName<'_>, past: Gdid) {
+    let registry = lookup::registry();
+    loop {
+        let r = match name {
+            SequenceName::Gdid { scope, sequence } => resolved(scope, sequence, Purpose::Advance),
+            SequenceName::Snowflake(_) => unreachable!("gdid_advance names a gdid sequence"),
+        };
+        let Some(seq) = registry.seq::<GdidState>(r.at) else {
+            continue; // evicted meanwhile
+        };
+        let _lock = durable::lock_extensions(r.key.hash());
+        if !seq.is_current() {
+            continue;
+        }
+        load(seq, &r);
+        if let Some(m) = seq.plan_advance(past.era, past.counter()) {
+            let now = wallclock::precise_unix_ms();
+            durable::write_and_flush(r.relid, lease::gdid_to_value(m.lease));
+            seq.publish(m, now);
+        }
+        return;
     }
 }
 
@@ -294,14 +364,17 @@ fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
         || {
             let n = prerequisites::count_argument(n, "block");
             let registry = lookup::registry();
-            let authority = prerequisites::gdid_authority();
+            let authority = node::gdid_authority();
             prerequisites::require_may_generate("gdid_next_block()", What::Authority);
             let t = loop {
-                let seq = lookup::gdid(&registry, scope, sequence);
-                if let Some(t) = take(seq, n) {
+                let r = resolved(scope, sequence, Purpose::Generate);
+                if let Some(t) = registry
+                    .seq::<GdidState>(r.at)
+                    .and_then(|seq| take(seq, &r, authority, n))
+                {
                     break t;
                 }
-                // Dropped meanwhile: the names lead to a new sequence.
+                // Evicted meanwhile: resolve again.
             };
             Block {
                 era: t.era,
@@ -323,26 +396,51 @@ fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
 // ---------------------------------------------------------------------------------------------
 // Monitoring
 
-fn sequence_rows(emit: &mut dyn FnMut(gdid_sequences_rows::Row)) {
-    let registry = lookup::registry();
-    for at in registry.of_database(lookup::current_db(), Kind::Gdid) {
-        let Some(seq) = registry.seq::<GdidState>(at) else {
-            continue;
-        };
-        let Some(SequenceName::Gdid { scope, sequence }) =
-            SequenceName::from_key(Kind::Gdid, seq.slot().key().name)
-        else {
-            continue;
-        };
-        let s = seq.stats();
-        emit((
-            Some(scope.to_vec()),
-            Some(sequence.to_vec()),
+fn sequence_state(seq: pg_sys::Oid, emit: &mut dyn FnMut(gdid_sequence_state::Row)) {
+    let Some(Ok(opened)) = catalog::open(Kind::Gdid, seq) else {
+        return;
+    };
+    let Some((scope, sequence)) = catalog::relation_name(seq).and_then(|n| gdid_names(&n)) else {
+        return;
+    };
+    // SAFETY: a plain read of the current user.
+    if !privileges::may_read(seq, unsafe { pg_sys::GetUserId() }) {
+        emit((Some(scope), Some(sequence), None, None, None, None, None));
+        return;
+    }
+    let stored = durable::read_without_waiting(seq)
+        .ok()
+        .flatten()
+        .and_then(lease::gdid_from_value);
+    let key = crate::registry::Key {
+        db: lookup::current_db(),
+        relid: seq.to_u32(),
+        filenode: opened.filenode,
+    };
+    // Without the library preloaded there is no cache: the catalog's part only.
+    let cached = shmem::registry().and_then(|registry| {
+        registry
+            .find(key)
+            .and_then(|at| registry.seq::<GdidState>(at))
+    });
+    match cached.map(|c| c.stats()) {
+        Some(s) => emit((
+            Some(scope),
+            Some(sequence),
             Some(i64::from(s.era)),
             Some(s.last_counter as i64),
             Some(s.lease_end as i64),
             Some(s.issued as i64),
             Some(s.lease_extensions as i64),
-        ));
+        )),
+        None => emit((
+            Some(scope),
+            Some(sequence),
+            stored.map(|l| i64::from(l.era)),
+            None,
+            stored.map(|l| l.end as i64),
+            None,
+            None,
+        )),
     }
 }

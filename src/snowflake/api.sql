@@ -14,6 +14,19 @@ ALTER DOMAIN snowflake ADD CONSTRAINT snowflake_not_negative CHECK (VALUE >= 0) 
 COMMENT ON DOMAIN snowflake IS
     'A 64-bit time-ordered ID: sign bit 0, milliseconds since snowflake.epoch, node, counter';
 
+-- Every named sequence is a PostgreSQL sequence of one of these schemas (src/sequences): made
+-- by its name's first use, owned by the role that used it, dumped, copied and dropped as
+-- any sequence. Every role may use them (as the privileges on each sequence allow); making a
+-- new one takes CREATE on the schema, which the database's owner has.
+CREATE SCHEMA snowflake;
+COMMENT ON SCHEMA snowflake IS
+    'The snowflake sequences of snowflake_id: snowflake_next(''orders'') generates from snowflake.orders';
+CREATE SCHEMA gdid;
+COMMENT ON SCHEMA gdid IS
+    'The gdid sequences of snowflake_id: gdid_next(''shop'', ''orders'') generates from gdid."shop/orders"';
+GRANT USAGE ON SCHEMA snowflake, gdid TO PUBLIC;
+GRANT CREATE ON SCHEMA snowflake, gdid TO pg_database_owner;
+
 CREATE FUNCTION snowflake_next(seq text) RETURNS snowflake
     VOLATILE STRICT PARALLEL UNSAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_next';
@@ -149,7 +162,11 @@ COMMENT ON FUNCTION snowflake_range(timestamptz, timestamptz, text) IS
 CREATE FUNCTION snowflake_interval(d interval) RETURNS bigint
     IMMUTABLE STRICT PARALLEL SAFE
     LANGUAGE sql
-    RETURN (pg_catalog.round(pg_catalog.date_part('epoch', d)::numeric * 1000) * 4194304)::bigint;
+    -- Every operator qualified: an unqualified one could bind to a look-alike that a role
+    -- with CREATE on the extension's schema planted before CREATE EXTENSION.
+    RETURN (pg_catalog.round(pg_catalog.date_part('epoch', d)::pg_catalog.numeric
+                             OPERATOR(pg_catalog.*) 1000::pg_catalog.numeric)
+            OPERATOR(pg_catalog.*) 4194304::pg_catalog.numeric)::pg_catalog.int8;
 COMMENT ON FUNCTION snowflake_interval(interval) IS
     'How far apart the IDs of two moments d apart are (milliseconds << 22, every node bits setting): a partition width for integer partitioning';
 
@@ -181,15 +198,14 @@ CREATE FUNCTION snowflake_decode_jsonb(id bigint, layout text) RETURNS jsonb
 COMMENT ON FUNCTION snowflake_decode_jsonb(bigint, text) IS
     'An ID of a named layout taken apart as jsonb, the ID itself as a string';
 
--- Dropping a sequence: superuser only. The name's next use starts a new sequence above the
--- stored IDs of this node (found through the column defaults that call snowflake_next).
+-- Dropping a sequence by its name: DROP SEQUENCE snowflake.seq, as the caller (its owner may),
+-- refused while a DEFAULT names it.
 
 CREATE FUNCTION snowflake_drop_sequence(seq text) RETURNS boolean
     VOLATILE STRICT PARALLEL UNSAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_drop_sequence';
 COMMENT ON FUNCTION snowflake_drop_sequence(text) IS
-    'Drops the named sequence of this database when the transaction commits (true if it exists)';
-REVOKE EXECUTE ON FUNCTION snowflake_drop_sequence(text) FROM PUBLIC;
+    'DROP SEQUENCE snowflake.seq (true if it existed): transactional, refused while a DEFAULT names it';
 
 -- Converting a serial, bigserial, IDENTITY or nextval() key to snowflake IDs.
 
@@ -378,20 +394,26 @@ COMMENT ON VIEW snowflake_node_conflicts IS
 
 -- Monitoring.
 
-CREATE FUNCTION snowflake_sequences_rows(
-        OUT name text, OUT layout text, OUT epoch timestamptz,
+CREATE FUNCTION snowflake_sequence_state(seq regclass,
+        OUT layout text, OUT epoch timestamptz,
         OUT last_id bigint, OUT last_timestamp timestamptz, OUT issued bigint,
         OUT counter_exhausted bigint, OUT clock_ahead interval, OUT clock_regressions bigint,
         OUT lease_until timestamptz, OUT lease_extensions bigint)
     RETURNS SETOF record
-    VOLATILE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_sequences_rows';
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_sequence_state';
+COMMENT ON FUNCTION snowflake_sequence_state(regclass) IS
+    'The row of snowflake_sequences for one sequence';
 
 CREATE VIEW snowflake_sequences AS
-    SELECT name, layout, epoch, last_id::@extschema@.snowflake AS last_id, last_timestamp,
-           issued, counter_exhausted, clock_ahead, clock_regressions, lease_until,
-           lease_extensions
-      FROM @extschema@.snowflake_sequences_rows();
+    SELECT c.relname::pg_catalog.text COLLATE pg_catalog."default" AS name, s.layout, s.epoch,
+           s.last_id::@extschema@.snowflake AS last_id, s.last_timestamp, s.issued,
+           s.counter_exhausted, s.clock_ahead, s.clock_regressions, s.lease_until,
+           s.lease_extensions, c.oid::pg_catalog.regclass AS relation
+      FROM pg_catalog.pg_class c
+     CROSS JOIN LATERAL @extschema@.snowflake_sequence_state(c.oid::pg_catalog.regclass) s
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) 'snowflake'::pg_catalog.regnamespace
+       AND c.relkind OPERATOR(pg_catalog.=) 'S';
 GRANT SELECT ON snowflake_sequences TO PUBLIC;
 COMMENT ON VIEW snowflake_sequences IS
-    'The snowflake sequences of this database since the server started';
+    'The snowflake sequences of this database: layout, durable lease, and what the cache knows of each';

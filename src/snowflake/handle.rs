@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use super::clock::{self, Bounds, Refusal, Reservation};
 use super::layout::Layout;
-use crate::durable::record::Lease;
 use crate::identity::{CreationLayout, Kind};
+use crate::lease::Lease;
 use crate::registry::{Seq, SlotState};
 use crate::wallclock;
 
@@ -30,17 +30,11 @@ pub struct SnowflakeState {
     counter_exhausted: AtomicU64,
     /// Calls that found the wall clock earlier than the same backend last saw it.
     clock_regressions: AtomicU64,
-    /// Lease extensions since the server started.
+    /// Lease extensions since the sequence entered the cache.
     lease_extensions: AtomicU64,
-    /// Once dropped: the last tick it handed out (its `tick` is then [`CLOSED`]).
-    closed_at: AtomicU64,
 }
 
-/// The tick of a dropped sequence: every reservation is refused (it passes every layout's
-/// last tick), so nothing more is handed out from it.
-const CLOSED: u64 = u64::MAX;
-
-// SAFETY: repr(C), seven AtomicU64 (56 bytes, align 8), valid when zeroed.
+// SAFETY: repr(C), six AtomicU64 (48 bytes, align 8), valid when zeroed.
 unsafe impl SlotState for SnowflakeState {
     const KIND: Kind = Kind::Snowflake;
 }
@@ -170,22 +164,14 @@ impl SnowflakeSeq<'_> {
         Ok(r)
     }
 
-    /// Closes a dropped sequence: nothing more is handed out from it (a backend that found it
-    /// before the drop is refused and finds the name again). Under the lease lock.
-    pub fn close(&self) {
-        let last = self.state().tick.swap(CLOSED, Ordering::AcqRel);
-        if last != CLOSED {
-            self.state().closed_at.store(last, Ordering::Release);
-        }
+    /// The last tick handed out (0 before the first).
+    pub fn last_tick(&self) -> u64 {
+        self.state().tick.load(Ordering::Acquire)
     }
 
-    /// For a dropped (closed) sequence, the last tick it handed out.
-    pub fn closed_at(&self) -> u64 {
-        self.state().closed_at.load(Ordering::Acquire)
-    }
-
-    /// Moves the sequence on so that its next tick is above `tick` (never back): seeding, for
-    /// a sequence nothing was handed out from yet on this server.
+    /// Moves the sequence on so that its next tick is above `tick` (never back), without
+    /// extending its lease: for a fresh sequence, above the keys already stored (see
+    /// `probe`). The lease extension that follows covers it before anything is handed out.
     pub fn raise_to(&self, tick: u64) {
         self.state().tick.fetch_max(tick, Ordering::AcqRel);
     }
@@ -217,8 +203,8 @@ impl SnowflakeSeq<'_> {
         }
     }
 
-    /// Takes a durable lease found at start-up or in the WAL: nothing below it is handed out
-    /// again. Never moves the sequence back. Nothing generates meanwhile.
+    /// Takes the durable lease its relation holds (read under the extension lock): nothing
+    /// below it is handed out again. Never moves the sequence back.
     pub fn restore(&self, lease: Lease) {
         let cb = self.layout().counter_bits;
         let end_tick = lease.end << cb;
@@ -252,8 +238,8 @@ pub fn creation_layout(layout: &Layout) -> CreationLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::identity::Key;
-    use crate::registry::tests::table;
+    use crate::identity::CreationLayout;
+    use crate::registry::tests::{key, table};
     use crate::snowflake::epoch::DEFAULT_EPOCH_MS;
 
     const LAYOUT: Layout = Layout::own(10, DEFAULT_EPOCH_MS);
@@ -261,13 +247,8 @@ mod tests {
     fn with_seq(test: impl FnOnce(SnowflakeSeq<'_>)) {
         let t = table(2);
         let r = t.registry();
-        let key = Key {
-            db: 1,
-            kind: Kind::Snowflake,
-            name: b"s",
-        };
         let at = r
-            .find_or_insert(key, creation_layout(&LAYOUT), true)
+            .find_or_insert(key(1, 1), Kind::Snowflake, creation_layout(&LAYOUT), 0)
             .unwrap();
         test(r.seq(at).unwrap());
     }
@@ -285,13 +266,8 @@ mod tests {
     fn only_a_snowflake_slot_is_a_snowflake_sequence() {
         let t = table(2);
         let r = t.registry();
-        let key = Key {
-            db: 1,
-            kind: Kind::Gdid,
-            name: b"s\0q",
-        };
         let at = r
-            .find_or_insert(key, CreationLayout::default(), true)
+            .find_or_insert(key(1, 2), Kind::Gdid, CreationLayout::default(), 0)
             .unwrap();
         assert!(r.seq::<SnowflakeState>(at).is_none());
     }
@@ -364,12 +340,17 @@ mod tests {
     }
 
     #[test]
-    fn a_raised_sequence_continues_above() {
+    fn a_raised_sequence_continues_above_once_leased() {
         with_seq(|seq| {
-            leased(&seq);
             let far = clock::tick_of_ms(now_ms() + 2_000, LAYOUT.counter_bits) + 5;
             seq.raise_to(far);
             seq.raise_to(far - 100);
+            let b = seq.bounds(&LAYOUT, 10_000);
+            assert!(matches!(
+                seq.try_reserve(&LAYOUT, 1, &b),
+                Err(Miss::Refused(Refusal::LeaseNeeded { .. }))
+            ));
+            leased(&seq);
             let b = seq.bounds(&LAYOUT, 10_000);
             assert_eq!(seq.try_reserve(&LAYOUT, 1, &b).unwrap().first, far + 1);
         });

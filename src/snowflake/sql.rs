@@ -8,20 +8,24 @@ use super::clock::{self, Bounds, Refusal, Reservation};
 use super::epoch::{format_utc, pg_timestamp_to_unix_ms, unix_ms_to_pg_timestamp};
 use super::handle::{lease_target_ms, Miss, SnowflakeSeq, SnowflakeState};
 use super::layout::{preset, preset_names, Layout, Parts};
-use crate::callsite;
 use crate::detection::sightings::What;
-use crate::durable::lease::LeaseLock;
-use crate::durable::record::Lease;
 use crate::errors::{error, Clipped, Code};
 use crate::fmgr::{self, Call};
-use crate::identity::Kind;
-use crate::identity::SequenceName;
+use crate::identity::{Kind, SequenceName};
+use crate::lease::{self, Lease};
+use crate::sequences::resolve::{resolve, Purpose, Resolved};
+use crate::sequences::{callsite, catalog, durable, fallback, lifecycle, privileges};
 use crate::sqlfn::sql_functions;
 use crate::wallclock;
-use crate::{detection, dropping, errors, guc, lookup, prerequisites, shmem};
+use crate::{detection, errors, guc, lookup, node, prerequisites, shmem};
 
 /// Longest wait for the wall clock to catch up before refusing with an error.
 const MAX_WAIT_MS: u64 = 100;
+
+/// How far before the clock the fallback of a fresh sequence looks for stored keys: a fresh
+/// sequence starts at the clock, so older keys cannot meet its IDs, and a second covers a
+/// clock that steps back a little between the search and the first ID.
+const FALLBACK_MARGIN_MS: u64 = 1_000;
 
 sql_functions! {
     /// `snowflake_next(seq)`. The common case, a call site that has already resolved its name
@@ -75,11 +79,10 @@ sql_functions! {
         min_id_of(named_layout(layout), ts)
     }
 
-    /// Superuser only (EXECUTE revoked from PUBLIC).
+    /// `DROP SEQUENCE snowflake.seq`, as the caller (its owner may): refused while a DEFAULT
+    /// uses it. False if there is no such sequence.
     fn snowflake_drop_sequence(seq: text) -> boolean [volatile parallel_unsafe] |_| {
-        let registry = lookup::registry();
-        prerequisites::require_writable("snowflake_drop_sequence()");
-        dropping::drop_sequence(&registry, SequenceName::Snowflake(seq))
+        lifecycle::drop_sequence(SequenceName::Snowflake(seq))
     }
 
     /// The trigger that counts the node numbers and authorities of values logical
@@ -102,15 +105,16 @@ sql_functions! {
         conflict_rows(emit)
     }
 
-    /// Rows of the snowflake_sequences view: the current database's sequences, each described
-    /// with the layout it was created with (the server's, unless the settings changed since).
-    fn snowflake_sequences_rows() -> table(
-        name: text, layout: text, epoch: timestamptz, last_id: bigint,
+    /// The row of the snowflake_sequences view for sequence `seq`: the layout its definition
+    /// records, its lease, and what the cache knows of it (NULL where it is not cached, or
+    /// where the caller may not read the sequence).
+    fn snowflake_sequence_state(seq: regclass) -> table(
+        layout: text, epoch: timestamptz, last_id: bigint,
         last_timestamp: timestamptz, issued: bigint, counter_exhausted: bigint,
         clock_ahead: interval, clock_regressions: bigint, lease_until: timestamptz,
         lease_extensions: bigint
-    ) [volatile parallel_safe] |_, emit| {
-        sequence_rows(emit)
+    ) [volatile parallel_unsafe] |_, emit| {
+        sequence_state(seq, emit)
     }
 }
 
@@ -134,23 +138,28 @@ fn next_without_waiting(call: Call<'_>) -> Option<i64> {
     Some(server.layout.id_of_tick(r.first, node) as i64)
 }
 
+/// Resolves sequence `name` of the current database for generating.
+fn resolved(name: &[u8], layout: &Layout) -> Resolved {
+    resolve(SequenceName::Snowflake(name), layout, Purpose::Generate)
+}
+
 fn next(call: Call<'_>) -> i64 {
     let (server, registry) = (lookup::server(), lookup::registry());
-    let node = prerequisites::node_id(server);
+    let node = node::node_id(server);
     prerequisites::require_may_generate("snowflake_next()", What::Node);
     loop {
-        let at = callsite::slot_of(
+        let r = callsite::resolved(
             call,
             |at| registry.seq::<SnowflakeState>(at).is_some(),
-            |[name]| lookup::snowflake(&registry, name, &server.layout, node).at(),
+            |[name]| resolved(name, &server.layout),
         );
-        if let Some(r) = registry
-            .seq::<SnowflakeState>(at)
-            .and_then(|seq| reserve(&server.layout, seq, 1))
+        if let Some(t) = registry
+            .seq::<SnowflakeState>(r.at)
+            .and_then(|seq| reserve(&server.layout, node, seq, &r, 1))
         {
-            return server.layout.id_of_tick(r.first, node) as i64;
+            return server.layout.id_of_tick(t.first, node) as i64;
         }
-        // Dropped since the call site resolved it: the name leads to a new sequence.
+        // Evicted from the cache since the call site resolved it: resolve again.
     }
 }
 
@@ -169,18 +178,21 @@ fn next_batch(call: Call<'_>, name: &[u8], n: i32) -> Datum {
         || {
             let n = prerequisites::count_argument(n, "batch");
             let (server, registry) = (lookup::server(), lookup::registry());
-            let node = prerequisites::node_id(server);
+            let node = node::node_id(server);
             prerequisites::require_may_generate("snowflake_next_batch()", What::Node);
-            let r = loop {
-                let seq = lookup::snowflake(&registry, name, &server.layout, node);
-                if let Some(r) = reserve(&server.layout, seq, n) {
-                    break r;
+            let t = loop {
+                let r = resolved(name, &server.layout);
+                if let Some(t) = registry
+                    .seq::<SnowflakeState>(r.at)
+                    .and_then(|seq| reserve(&server.layout, node, seq, &r, n))
+                {
+                    break t;
                 }
-                // Dropped meanwhile: the name leads to a new sequence.
+                // Evicted meanwhile: resolve again.
             };
             Batch {
-                next: r.first,
-                last: r.last,
+                next: t.first,
+                last: t.last,
                 node,
                 layout: server.layout,
             }
@@ -196,16 +208,22 @@ fn next_batch(call: Call<'_>, name: &[u8], n: i32) -> Datum {
 }
 
 /// Reserves `n` ticks, extending the lease when needed and waiting briefly when the sequence
-/// has run too far ahead of the clock; `None` if the sequence was dropped meanwhile.
-fn reserve(layout: &Layout, seq: SnowflakeSeq<'_>, n: u64) -> Option<Reservation> {
+/// has run too far ahead of the clock; `None` if the sequence left the cache meanwhile.
+fn reserve(
+    layout: &Layout,
+    node: u32,
+    seq: SnowflakeSeq<'_>,
+    r: &Resolved,
+    n: u64,
+) -> Option<Reservation> {
     let max_ahead_ms = guc::max_clock_ahead_ms();
     let mut waited_ms = 0;
     loop {
         let bounds = seq.bounds(layout, max_ahead_ms);
         let refusal = match seq.try_reserve(layout, n, &bounds) {
-            Ok(r) => return Some(r),
+            Ok(res) => return Some(res),
             Err(Miss::Refused(Refusal::LeaseNeeded { last })) => {
-                if !extend_lease(layout, seq, &bounds, last) {
+                if !extend_lease(layout, node, seq, r, &bounds, last) {
                     return None;
                 }
                 continue;
@@ -222,7 +240,7 @@ fn reserve(layout: &Layout, seq: SnowflakeSeq<'_>, n: u64) -> Option<Reservation
             .raise(),
         };
         if !seq.is_current() {
-            return None; // dropped: refused because it is closed
+            return None; // evicted: refused because its lease is gone with it
         }
         match clock::wait_before_retry(refusal, &bounds, MAX_WAIT_MS - waited_ms) {
             Some(ms) => {
@@ -232,27 +250,75 @@ fn reserve(layout: &Layout, seq: SnowflakeSeq<'_>, n: u64) -> Option<Reservation
                 pgrx::check_for_interrupts!();
                 waited_ms += ms;
             }
-            None => refuse(refusal, &bounds, seq, n),
+            None => refuse(refusal, &bounds, r, n),
         }
     }
 }
 
-/// Makes a lease covering tick `last` durable, unless another backend did meanwhile. False if
-/// the sequence was dropped meanwhile.
-fn extend_lease(layout: &Layout, seq: SnowflakeSeq<'_>, bounds: &Bounds, last: u64) -> bool {
-    let lock = LeaseLock::acquire();
+/// Makes a lease covering tick `last` durable in the sequence's relation, unless another
+/// backend did meanwhile, then publishes it. False if the sequence left the cache meanwhile
+/// (its new entry reads the relation again).
+fn extend_lease(
+    layout: &Layout,
+    node: u32,
+    seq: SnowflakeSeq<'_>,
+    r: &Resolved,
+    bounds: &Bounds,
+    last: u64,
+) -> bool {
+    // A fresh sequence (its relation holds no lease yet) starts above the keys of this node
+    // already stored in its columns (see `fallback`): looked for before the lock, since
+    // reading an index may wait for a lock of its own.
+    let floor = (seq.lease().end == 0 && durable::read(r.relid).is_none())
+        .then(|| {
+            let now = layout
+                .ms_since_epoch(wallclock::precise_unix_ms())
+                .unwrap_or(0);
+            fallback::snowflake_floor(
+                r.relid,
+                layout,
+                node,
+                now.saturating_sub(FALLBACK_MARGIN_MS),
+            )
+        })
+        .flatten();
+    let _lock = durable::lock_extensions(r.key.hash());
+    if !seq.is_current() {
+        return false;
+    }
     if !seq.needs_lease_for(last) {
         return true;
     }
+    // The relation's lease is never below this entry's: an earlier entry of the sequence
+    // (since evicted) or a setval may have moved it on.
+    match durable::read(r.relid) {
+        Some(v) => seq.restore(Lease {
+            era: 0,
+            end: lease::snowflake_from_value(layout.epoch_ms, v),
+        }),
+        None => {
+            if let Some(ms) = floor {
+                seq.raise_to((ms << layout.counter_bits).saturating_sub(1));
+            }
+        }
+    }
+    let last = last.max(seq.last_tick() + 1);
+    let now_unix_ms = wallclock::precise_unix_ms();
     let now_ms = layout
-        .ms_since_epoch(wallclock::precise_unix_ms())
+        .ms_since_epoch(now_unix_ms)
         .unwrap_or(last >> layout.counter_bits);
     let end = lease_target_ms(last, now_ms, bounds);
-    lock.persist_then_publish(seq, Lease { era: 0, end }, || seq.publish_lease(end))
+    durable::write_and_flush(r.relid, lease::snowflake_to_value(layout.epoch_ms, end));
+    seq.publish_lease(end);
+    seq.slot().touch(now_unix_ms);
+    true
 }
 
-fn refuse(refusal: Refusal, bounds: &Bounds, seq: SnowflakeSeq<'_>, n: u64) -> ! {
-    let id = lookup::id_of(seq.slot());
+fn refuse(refusal: Refusal, bounds: &Bounds, r: &Resolved, n: u64) -> ! {
+    let id = format!(
+        "snowflake sequence \"{}\"",
+        crate::dbtext::DbText(&catalog::relation_name(r.relid).unwrap_or_default())
+    );
     match refusal {
         Refusal::AheadOfClock { ahead_ms } => error(
             Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
@@ -382,39 +448,80 @@ fn conflict_rows(emit: &mut dyn FnMut(snowflake_node_conflicts_rows::Row)) {
     }
 }
 
-fn sequence_rows(emit: &mut dyn FnMut(snowflake_sequences_rows::Row)) {
-    let registry = lookup::registry();
-    let node = lookup::server().node;
-    let now_ms = wallclock::precise_unix_ms();
-    let db = lookup::current_db();
-    for at in registry.of_database(db, Kind::Snowflake) {
-        let Some(seq) = registry.seq::<SnowflakeState>(at) else {
-            continue;
-        };
-        let layout = seq.layout();
-        let s = seq.stats();
-        let ms_of = |tick: u64| layout.epoch_ms + (tick >> layout.counter_bits) as i64;
-        // Tick 0 means nothing handed out yet.
-        let last = (s.last_tick != 0).then_some(s.last_tick);
+fn sequence_state(seq: pg_sys::Oid, emit: &mut dyn FnMut(snowflake_sequence_state::Row)) {
+    let Some(Ok(opened)) = catalog::open(Kind::Snowflake, seq) else {
+        return;
+    };
+    let layout = Layout::own(opened.layout.node_bits, opened.layout.epoch_ms);
+    let layout_text = Some(
+        format!(
+            "{}/{}/{}",
+            layout.time_bits, layout.node_bits, layout.counter_bits
+        )
+        .into_bytes(),
+    );
+    let epoch = Some(timestamptz(layout.epoch_ms));
+    // SAFETY: a plain read of the current user.
+    if !privileges::may_read(seq, unsafe { pg_sys::GetUserId() }) {
         emit((
-            // A snowflake sequence's key name is its name.
-            Some(seq.slot().key().name.to_vec()),
-            Some(
-                format!(
-                    "{}/{}/{}",
-                    layout.time_bits, layout.node_bits, layout.counter_bits
-                )
-                .into_bytes(),
-            ),
-            Some(timestamptz(layout.epoch_ms)),
-            last.zip(node).map(|(t, n)| layout.id_of_tick(t, n) as i64),
-            last.map(|t| timestamptz(ms_of(t))),
-            Some(s.issued as i64),
-            Some(s.counter_exhausted as i64),
-            Some(last.map_or(0, |t| (ms_of(t) - now_ms).max(0))),
-            Some(s.clock_regressions as i64),
-            (s.lease_end_tick != 0).then(|| timestamptz(ms_of(s.lease_end_tick))),
-            Some(s.lease_extensions as i64),
+            layout_text,
+            epoch,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
         ));
+        return;
     }
+    let lease_until = durable::read_without_waiting(seq)
+        .ok()
+        .flatten()
+        .map(timestamptz);
+    // Without the library preloaded there is no cache: the catalog's part only.
+    let node = guc::server().and_then(|s| s.node);
+    let now_ms = wallclock::precise_unix_ms();
+    let key = crate::registry::Key {
+        db: lookup::current_db(),
+        relid: seq.to_u32(),
+        filenode: opened.filenode,
+    };
+    let cached = shmem::registry().and_then(|registry| {
+        registry
+            .find(key)
+            .and_then(|at| registry.seq::<SnowflakeState>(at))
+    });
+    let Some(s) = cached.map(|c| c.stats()) else {
+        emit((
+            layout_text,
+            epoch,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            lease_until,
+            None,
+        ));
+        return;
+    };
+    let ms_of = |tick: u64| layout.epoch_ms + (tick >> layout.counter_bits) as i64;
+    // Tick 0 means nothing handed out yet.
+    let last = (s.last_tick != 0).then_some(s.last_tick);
+    emit((
+        layout_text,
+        epoch,
+        last.zip(node).map(|(t, n)| layout.id_of_tick(t, n) as i64),
+        last.map(|t| timestamptz(ms_of(t))),
+        Some(s.issued as i64),
+        Some(s.counter_exhausted as i64),
+        Some(last.map_or(0, |t| (ms_of(t) - now_ms).max(0))),
+        Some(s.clock_regressions as i64),
+        lease_until,
+        Some(s.lease_extensions as i64),
+    ));
 }

@@ -1,116 +1,137 @@
--- A sequence this server meets for the first time continues above the values already stored
--- in the columns whose DEFAULT calls its generator with its names: after a restore into a new
--- database, a template copy or pg_upgrade, nothing is handed out twice (tests/cluster/moves.sh
--- and pg_upgrade.sh show those). Only this server's node (snowflake) or authority (gdid)
--- matters: other servers' values are theirs. Here the stored values are inserted by hand.
+-- Every named sequence is a PostgreSQL sequence: snowflake_next('x') generates from the
+-- sequence snowflake.x, gdid_next('s', 'x') from gdid."s/x". Its value is its durable lease;
+-- shared memory only caches what generating needs between two lease extensions.
 SHOW snowflake.node_id;
 SHOW gdid.authority;
 
--- gdid: this server's authority is 6. Keys of other authorities, or of this one in other
--- columns, do not count; the highest key of authority 6 in every era does.
-CREATE TABLE lc_imported (id gdid PRIMARY KEY DEFAULT gdid_next('restore', 'imported'), note text);
-INSERT INTO lc_imported VALUES (gdid(0, 9, 1000000), 'authority 9'), (gdid(0, 6, 50), 'authority 6'),
-                            (gdid(3, 2, 7), 'era 3, authority 2'), (gdid(2, 6, 40), 'era 2, authority 6');
-CREATE TABLE lc_elsewhere (id gdid DEFAULT gdid_next('restore', 'other'));
-INSERT INTO lc_elsewhere VALUES (gdid(9, 6, 9));
-INSERT INTO lc_imported (note) VALUES ('generated');
-SELECT * FROM lc_imported ORDER BY id;
-
--- snowflake: this server's node is 5. An ID of node 5 a few seconds in the future (as a
--- server whose clock ran ahead would have made), and one of node 7 further still.
-CREATE TABLE lc_events (id snowflake PRIMARY KEY DEFAULT snowflake_next('restore_events'), note text);
-INSERT INTO lc_events VALUES
-    (snowflake_from_timestamp(now() + interval '3 s') + 4096 * 5 + 7, 'node 5, 3 s ahead'),
-    (snowflake_from_timestamp(now() + interval '8 s') + 4096 * 7, 'node 7, 8 s ahead');
-INSERT INTO lc_events (note) VALUES ('generated');
-SELECT note, snowflake_node(id) AS node,
-       id = (SELECT id FROM lc_events WHERE note = 'node 5, 3 s ahead') + 1 AS right_above_node_5
-  FROM lc_events ORDER BY id;
--- A default on a bigint column (not the snowflake domain) counts as well.
-CREATE TABLE lc_events_copy (id bigint DEFAULT snowflake_next('restore_events2'));
-INSERT INTO lc_events_copy VALUES (snowflake_from_timestamp(now() + interval '2 s') + 4096 * 5);
-SELECT snowflake_next('restore_events2') = (SELECT id FROM lc_events_copy) + 1 AS bigint_column;
-
--- Dropping a sequence (superuser): the name's next use starts a new sequence, seeded the same
--- way, so it continues above the keys stored with it.
-SELECT snowflake_drop_sequence('restore_events') AS dropped,
-       gdid_drop_sequence('restore', 'imported') AS dropped,
-       snowflake_drop_sequence('no such sequence') AS dropped;
-SELECT count(*) FROM snowflake_sequences WHERE name = 'restore_events';
-INSERT INTO lc_imported (note) VALUES ('after the drop');
-INSERT INTO lc_events (note) VALUES ('after the drop');
-SELECT note, id FROM lc_imported WHERE note LIKE 'generated%' OR note LIKE 'after%' ORDER BY id;
-SELECT (SELECT id FROM lc_events WHERE note = 'after the drop') >
-       (SELECT max(id) FROM lc_events WHERE note <> 'after the drop' AND snowflake_node(id) = 5)
-       AS above_every_earlier_id_of_node_5;
--- A call site that has resolved its names keeps working when its sequence is dropped between
--- two calls: here the same two PL/pgSQL expressions run three times, each time followed by a
--- drop and a COMMIT (a drop takes effect at commit); every call finds the name's new
--- sequence, which continues above the values stored so far.
-CREATE TABLE lc_under (id snowflake DEFAULT snowflake_next('lc_dropped_under'),
-                       g gdid DEFAULT gdid_next('restore', 'lc_dropped_under'));
-DO $$
-DECLARE
-    id bigint;
-    g gdid;
-BEGIN
-    FOR i IN 1..3 LOOP
-        id := snowflake_next('lc_dropped_under');
-        g := gdid_next('restore', 'lc_dropped_under');
-        INSERT INTO lc_under VALUES (id, g);
-        PERFORM snowflake_drop_sequence('lc_dropped_under'),
-                gdid_drop_sequence('restore', 'lc_dropped_under');
-        COMMIT;
-    END LOOP;
-END $$;
-SELECT array_agg(g ORDER BY g) AS gdids, count(DISTINCT id) AS distinct_ids,
-       array_agg(id ORDER BY g) = array_agg(id ORDER BY id) AS ids_in_order
-  FROM lc_under;
-
--- A drop takes effect when its transaction commits, like DROP SEQUENCE: rolled back, in
--- the transaction or in a subtransaction, it changes nothing; until the commit the sequence
--- goes on working.
-SELECT snowflake_next('lc_kept') > 0 AS created;
+-- The first use of a name makes the sequence, in a transaction of its own (a background
+-- worker's): rolled back, the transaction that used it first keeps it, and what it handed
+-- out is never handed out again.
 BEGIN;
-SELECT snowflake_drop_sequence('lc_kept');
+SELECT gdid_next('lc', 'rolled_back'), snowflake_next('lc_rolled_back') > 0 AS generated;
+ROLLBACK;
+SELECT gdid_next('lc', 'rolled_back') AS after_the_rollback;
+SELECT schemaname, sequencename, sequenceowner, data_type, increment_by, min_value, max_value,
+       start_value, cache_size, cycle
+  FROM pg_sequences WHERE schemaname IN ('snowflake', 'gdid') AND sequencename LIKE '%rolled_back'
+ ORDER BY 1;
+-- A snowflake sequence's value is the end of its lease as a Unix millisecond (no ID of that
+-- millisecond or later was handed out); its bounds are its layout's time range (MINVALUE the
+-- epoch) and its increment the node bits it was made with. A gdid sequence's value is its
+-- lease: in era 0, the first counter not covered.
+SELECT to_timestamp(last_value / 1000.0) > snowflake_timestamp(snowflake_next('lc_rolled_back'))
+       AS lease_beyond_the_last_id,
+       to_timestamp(min_value / 1000.0) AT TIME ZONE 'UTC' AS epoch_utc, increment_by AS node_bits
+  FROM pg_sequences WHERE schemaname = 'snowflake' AND sequencename = 'lc_rolled_back';
+SELECT last_value > 2 AS lease_beyond_counter_2 FROM gdid."lc/rolled_back";
+
+-- A DEFAULT that names a sequence by a constant makes it (if it is new) and depends on it, as
+-- a DEFAULT nextval('s'::regclass) does: DROP SEQUENCE is refused while the DEFAULT exists
+-- (2BP01), and with CASCADE takes the DEFAULT with it.
+CREATE TABLE lc_orders (id snowflake PRIMARY KEY DEFAULT snowflake_next('lc_orders'),
+                        g gdid UNIQUE DEFAULT gdid_next('lc', 'orders'));
+SELECT pg_describe_object(classid, objid, objsubid) AS dependent,
+       pg_describe_object(refclassid, refobjid, refobjsubid) AS on_sequence, deptype
+  FROM pg_depend
+ WHERE refobjid IN ('snowflake.lc_orders'::regclass, 'gdid."lc/orders"'::regclass)
+ ORDER BY 1;
+DROP SEQUENCE snowflake.lc_orders;
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_drop_sequence('lc_orders');
+\echo :LAST_ERROR_SQLSTATE
+SELECT gdid_drop_sequence('lc', 'orders');
+\echo :LAST_ERROR_SQLSTATE
+-- DROP is transactional: rolled back, the sequence and its default are back.
+BEGIN;
+DROP SEQUENCE snowflake.lc_orders CASCADE;
+SELECT to_regclass('snowflake.lc_orders') IS NULL AS gone;
+ROLLBACK;
+INSERT INTO lc_orders DEFAULT VALUES;
+SELECT count(*) AS rows, count(DISTINCT id) AS ids FROM lc_orders;
+
+-- A sequence that a DEFAULT names keeps its name: the DEFAULT would then name a new, fresh
+-- sequence. Renaming it takes dropping the DEFAULT first, in one transaction.
+ALTER SEQUENCE snowflake.lc_orders RENAME TO lc_orders_renamed;
+\echo :LAST_ERROR_SQLSTATE
+ALTER SEQUENCE gdid."lc/orders" SET SCHEMA public;
+\echo :LAST_ERROR_SQLSTATE
+SELECT max(id) AS before_rename FROM lc_orders \gset
+BEGIN;
+ALTER TABLE lc_orders ALTER COLUMN id DROP DEFAULT;
+ALTER SEQUENCE snowflake.lc_orders RENAME TO lc_orders_renamed;
+ALTER TABLE lc_orders ALTER COLUMN id SET DEFAULT snowflake_next('lc_orders_renamed');
+COMMIT;
+INSERT INTO lc_orders DEFAULT VALUES;
+SELECT count(*) AS rows, count(DISTINCT id) AS ids,
+       max(id) > :before_rename AS continued FROM lc_orders;
+-- A sequence no DEFAULT names renames as any sequence; the new name generates from it.
+SELECT gdid_next('lc', 'free') AS before_rename;
+ALTER SEQUENCE gdid."lc/free" RENAME TO "lc/free_renamed";
+SELECT gdid_next('lc', 'free_renamed') AS after_rename;
+
+-- A name whose sequence was dropped makes a new one at its next use, as CREATE SEQUENCE after
+-- DROP SEQUENCE does: it starts afresh, above the keys stored in the columns of the DEFAULTs
+-- that name it (see fallback), not above what the dropped one handed out elsewhere.
+SELECT gdid_next('lc', 'dropped') AS first, gdid_next('lc', 'dropped') AS second;
+SELECT gdid_drop_sequence('lc', 'dropped');
+SELECT gdid_next('lc', 'dropped') AS after_the_drop;
+
+-- A sequence created (or given new storage by ALTER SEQUENCE ... RESTART) by the current
+-- transaction hands nothing out before it commits: the values would come back if the
+-- transaction rolled back and the sequence were made again.
+BEGIN;
+CREATE SEQUENCE snowflake.lc_by_hand AS bigint INCREMENT 10 MINVALUE 1735689600000
+    MAXVALUE 3934712855552 START 1735689600000;
+SELECT snowflake_next('lc_by_hand');
+\echo :LAST_ERROR_SQLSTATE
 ROLLBACK;
 BEGIN;
-SAVEPOINT before_drop;
-SELECT snowflake_drop_sequence('lc_kept');
-ROLLBACK TO before_drop;
-COMMIT;
-SELECT count(*) AS still_there FROM snowflake_sequences WHERE name = 'lc_kept';
-BEGIN;
-SELECT snowflake_drop_sequence('lc_kept');
-SELECT snowflake_next('lc_kept') > 0 AS still_generates, count(*) AS still_listed
-  FROM snowflake_sequences WHERE name = 'lc_kept';
-COMMIT;
-SELECT count(*) AS gone FROM snowflake_sequences WHERE name = 'lc_kept';
--- A transaction that dropped a sequence cannot be prepared (the drop lives in this backend).
-SELECT snowflake_next('lc_kept') > 0 AS created_again;
-BEGIN;
-SELECT snowflake_drop_sequence('lc_kept');
-PREPARE TRANSACTION 'lc_drop';
-SELECT count(*) AS not_dropped FROM snowflake_sequences WHERE name = 'lc_kept';
-
-SELECT snowflake_drop_sequence('');
+ALTER SEQUENCE gdid."lc/rolled_back" RESTART;
+SELECT gdid_next('lc', 'rolled_back');
 \echo :LAST_ERROR_SQLSTATE
--- A name too long is quoted up to its first 63 bytes.
+ROLLBACK;
+SELECT gdid_next('lc', 'rolled_back') AS unchanged;
+
+-- What the schemas hold is checked: a sequence made by hand with another definition, an
+-- unlogged one, a relation that is no sequence, one made under another layout.
+CREATE SEQUENCE snowflake.lc_plain;
+SELECT snowflake_next('lc_plain');
+\echo :LAST_ERROR_SQLSTATE
+CREATE UNLOGGED SEQUENCE gdid."lc/unlogged" MINVALUE 0 START 0;
+SELECT gdid_next('lc', 'unlogged');
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE snowflake.lc_table (id bigint);
+SELECT snowflake_next('lc_table');
+\echo :LAST_ERROR_SQLSTATE
+-- Epoch 2024-01-01 and 10 node bits: made under another layout than the server's.
+CREATE SEQUENCE snowflake.lc_old_layout AS bigint INCREMENT 10 MINVALUE 1704067200000
+    MAXVALUE 3903090455552 START 1704067200000;
+SELECT snowflake_next('lc_old_layout');
+\echo :LAST_ERROR_SQLSTATE
+DROP SEQUENCE snowflake.lc_plain, snowflake.lc_old_layout, gdid."lc/unlogged";
+DROP TABLE snowflake.lc_table;
+
+-- Names: at most 63 bytes (a gdid scope and sequence together, with the / between them and
+-- a / or % of the scope written %2F or %25), never empty. A name too long is quoted up to its
+-- first 63 bytes.
+SELECT gdid_next('a/b', 'c') AS made, gdid_next('50%', 'd') AS made;
+SELECT relname FROM pg_class
+ WHERE relnamespace = 'gdid'::regnamespace AND (relname LIKE 'a%' OR relname LIKE '50%') ORDER BY 1;
+SELECT snowflake_next('');
+\echo :LAST_ERROR_SQLSTATE
 SELECT snowflake_drop_sequence(repeat('x', 100000));
 \echo :LAST_ERROR_SQLSTATE
-SELECT gdid_next('restore', repeat('y', 100000));
+SELECT gdid_next(repeat('s', 40), repeat('q', 40));
+\echo :LAST_ERROR_SQLSTATE
+SELECT gdid_next('lc', repeat('y', 100000));
 \echo :LAST_ERROR_SQLSTATE
 SELECT snowflake_node(1, repeat('z', 100000));
 \echo :LAST_ERROR_SQLSTATE
-CREATE ROLE lifecycle_user;
-SET ROLE lifecycle_user;
-SELECT snowflake_drop_sequence('restore_events');
-\echo :LAST_ERROR_SQLSTATE
-SELECT gdid_drop_sequence('restore', 'imported');
-\echo :LAST_ERROR_SQLSTATE
-RESET ROLE;
-DROP ROLE lifecycle_user;
+SELECT snowflake_drop_sequence('no such sequence') AS dropped;
+
+-- Generators write (the lease), so, as nextval, they refuse in a read-only transaction.
 BEGIN READ ONLY;
-SELECT snowflake_drop_sequence('restore_events');
+SELECT snowflake_next('lc_orders_renamed');
+\echo :LAST_ERROR_SQLSTATE
 ROLLBACK;
-DROP TABLE lc_imported, lc_elsewhere, lc_events, lc_events_copy, lc_under;
+DROP TABLE lc_orders;

@@ -24,38 +24,34 @@ SELECT pg_reload_conf();
 SELECT pg_sleep(0.5);
 SHOW snowflake.max_clock_ahead;
 
--- snowflake.max_sequences_per_database keeps the roles of one database from taking every
--- slot of the server. Lowered to 5, below what this database has already: new names are
--- refused, existing ones keep working.
-ALTER SYSTEM SET snowflake.max_sequences_per_database = 5;
-SELECT pg_reload_conf();
-SELECT pg_sleep(0.5);
-SELECT snowflake_next('one_too_many');
-\echo :LAST_ERROR_SQLSTATE
-SELECT gdid_next('one', 'too_many');
-\echo :LAST_ERROR_SQLSTATE
-SELECT snowflake_next('orders') > 0 AS existing_names_still_work;
-ALTER SYSTEM RESET snowflake.max_sequences_per_database; -- back to 100, from postgresql.conf
-SELECT pg_reload_conf();
-SELECT pg_sleep(0.5);
+-- snowflake.max_sequences_per_database is obsolete (sequences are relations of their
+-- database, without a limit of their own): accepted, without effect.
+SHOW snowflake.max_sequences_per_database;
 
--- snowflake.max_sequences is 81 in this test instance, for the sequences of all databases
--- together and of both kinds (the slots of dropped sequences, and of the databases encodings
--- dropped, have taken new ones): once every slot is taken, new names are refused, while names
--- that already exist keep working.
-SELECT count(*) AS sequences_so_far FROM snowflake_sequences;
+-- snowflake.max_sequences is the size of the cache of sequences in shared memory: 81 in this
+-- test instance, for the sequences of all databases together and of both kinds. More than
+-- that are used in turn, each entering the cache as it is used, the least recently used of a
+-- sample leaving it: leaving the cache loses nothing (the next use continues above the lease
+-- its relation holds). Here 200 names, three rounds.
+CREATE TABLE lm_rounds (round int, name text, id bigint, g gdid);
 DO $$
 BEGIN
-    FOR i IN 1..40 LOOP
-        PERFORM snowflake_next('fill_' || i);
+    FOR r IN 1..3 LOOP
+        FOR i IN 1..200 LOOP
+            INSERT INTO lm_rounds VALUES (r, 'lm_' || i, snowflake_next('lm_' || i),
+                                          gdid_next('lm', i::text));
+        END LOOP;
+        COMMIT;
     END LOOP;
 END $$;
-\echo :LAST_ERROR_SQLSTATE
-SELECT count(*) AS sequences FROM snowflake_sequences;
-SELECT snowflake_next('orders') > 0 AS existing_names_still_work;
--- A dropped sequence's slot takes a new sequence without a restart, once no transaction that
--- was running when it was dropped is left (here at once: no other session uses the table).
-SELECT snowflake_drop_sequence('fill_1');
-SELECT snowflake_next('after_a_drop') > 0 AS took_the_slot;
-SELECT snowflake_next('one_more');
-\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS values, count(DISTINCT (name, id)) AS distinct_ids,
+       count(DISTINCT (name, g)) AS distinct_gdids FROM lm_rounds;
+-- Every name's values increase from round to round, across evictions.
+SELECT count(*) AS names_in_order FROM (
+    SELECT name, array_agg(id ORDER BY round) = array_agg(id ORDER BY id) AND
+                 array_agg(g ORDER BY round) = array_agg(g ORDER BY g) AS ordered
+      FROM lm_rounds GROUP BY name) t WHERE ordered;
+-- The views list every sequence of the database, cached or not.
+SELECT count(*) AS snowflake_sequences FROM snowflake_sequences WHERE name LIKE 'lm\_%';
+SELECT count(*) AS gdid_sequences FROM gdid_sequences WHERE scope = 'lm';
+DROP TABLE lm_rounds;

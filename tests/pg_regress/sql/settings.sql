@@ -82,6 +82,8 @@ SET gdid.authorty = 3;
 
 -- An ordinary user can neither change nor reload them.
 CREATE ROLE snowflake_user LOGIN;
+SELECT snowflake_next('user_seq') > 0 AS made;
+GRANT USAGE ON SEQUENCE snowflake.user_seq TO snowflake_user;
 SET ROLE snowflake_user;
 SET snowflake.node_id = 3;
 \echo :LAST_ERROR_SQLSTATE
@@ -120,4 +122,5 @@ ALTER SYSTEM RESET snowflake.node_id;
 SELECT pg_reload_conf();
 SELECT pg_sleep(0.5);
 SELECT setting, pending_restart FROM pg_settings WHERE name = 'snowflake.node_id';
+DROP SEQUENCE snowflake.user_seq;
 DROP ROLE snowflake_user;

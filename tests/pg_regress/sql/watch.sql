@@ -117,7 +117,7 @@ SELECT tgenabled FROM watched WHERE table_name = 'w_snowflake'::regclass;
 -- As with a foreign key's triggers, disabling all of a table's triggers, this internal one
 -- included, takes a superuser; its owner disables its own with DISABLE TRIGGER USER.
 CREATE ROLE watch_owner;
-GRANT CREATE ON SCHEMA public TO watch_owner;
+GRANT CREATE ON SCHEMA public, snowflake TO watch_owner;
 SET ROLE watch_owner;
 CREATE TABLE w_owned (id snowflake DEFAULT snowflake_next('w17'));
 -- (The error names the trigger, whose name holds its OID: only the SQLSTATE is shown.)
@@ -130,7 +130,8 @@ ALTER TABLE w_owned DISABLE TRIGGER USER;
 ALTER TABLE w_owned ENABLE TRIGGER USER;
 DROP TABLE w_owned;
 RESET ROLE;
-REVOKE CREATE ON SCHEMA public FROM watch_owner;
+REVOKE CREATE ON SCHEMA public, snowflake FROM watch_owner;
+DROP SEQUENCE snowflake.w17;
 DROP ROLE watch_owner;
 
 -- snowflake_watch_tables() gives the trigger to a table that lacks it (one made while the

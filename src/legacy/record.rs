@@ -1,5 +1,6 @@
-//! One lease record: what must survive a crash about one sequence. The same 256 bytes go
-//! into the lease file (one record per slot) and into the WAL.
+//! One lease record of releases 0.2.0 and 0.3.0, which kept each sequence's lease in a file of
+//! the data directory and in WAL records of their own: the same 256 bytes in both. Read (and,
+//! for WAL replay, written) only to carry those leases into sequence relations.
 //!
 //! PURE: no pgrx here.
 //!
@@ -24,21 +25,40 @@
 //! A record is 256 bytes at a 256-byte-aligned offset, so it never straddles a 512-byte
 //! sector: like `pg_control`, it is written whole or not at all.
 
-use crate::identity::{CreationLayout, Key, Kind, OwnedKey, MAX_KEY_LEN};
+use crate::identity::{CreationLayout, Kind, SequenceName};
+use crate::lease::Lease;
 
 pub const RECORD_SIZE: usize = 256;
+
+/// Longest key name: a gdid key was `scope NUL sequence`, each at most 63 bytes.
+pub const MAX_KEY_LEN: usize = 127;
+
+/// What identified a sequence then: its database, kind, and key name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OwnedKey {
+    pub db: u32,
+    pub kind: Kind,
+    pub name: Vec<u8>,
+}
+
+impl OwnedKey {
+    /// The sequence's name; `None` for a key no sequence could have.
+    pub fn name(&self) -> Option<SequenceName<'_>> {
+        match self.kind {
+            Kind::Snowflake => Some(SequenceName::Snowflake(&self.name)),
+            Kind::Gdid => {
+                let split = self.name.iter().position(|&b| b == 0)?;
+                Some(SequenceName::Gdid {
+                    scope: &self.name[..split],
+                    sequence: &self.name[split + 1..],
+                })
+            }
+        }
+    }
+}
 const MAGIC: [u8; 4] = *b"SFL1";
 const NAME_AT: usize = 32;
 const CRC_AT: usize = RECORD_SIZE - 4;
-
-/// How far a sequence's durable lease reaches: nothing at or past `end` of `era` has been
-/// handed out. Leases are ordered by era, then end; a snowflake lease has era 0 and ends at a
-/// millisecond since its epoch, a gdid lease ends at a counter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub struct Lease {
-    pub era: u32,
-    pub end: u64,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseRecord {
@@ -68,18 +88,6 @@ impl Corrupt {
 }
 
 impl LeaseRecord {
-    pub fn new(key: Key<'_>, created_with: CreationLayout, lease: Lease) -> LeaseRecord {
-        LeaseRecord {
-            key: key.to_owned(),
-            created_with,
-            lease,
-        }
-    }
-
-    pub fn key(&self) -> Key<'_> {
-        self.key.key()
-    }
-
     pub fn encode(&self) -> [u8; RECORD_SIZE] {
         let name = &self.key.name;
         debug_assert!(!name.is_empty() && name.len() <= MAX_KEY_LEN);

@@ -1,21 +1,19 @@
-//! The lease file: one 256-byte record per registry slot, at `slot * 256`.
+//! The lease file of releases 0.2.0 and 0.3.0, `$PGDATA/snowflake_id/leases`: 256-byte
+//! records (see `record`), read whole, and kept current by WAL replay of their records (a
+//! standby of a server that ran them, or crash recovery after it).
 //!
-//! PURE: plain file I/O with no pgrx, so the tests run it in a temporary directory. Every
-//! PostgreSQL process runs in the data directory, so the relative path lands there, where
-//! `pg_basebackup` copies it along with everything else.
+//! PURE: no pgrx here (std::fs only).
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::record::{Corrupt, LeaseRecord, RECORD_SIZE};
-use crate::identity::OwnedKey;
+use super::record::{Corrupt, LeaseRecord, OwnedKey, RECORD_SIZE};
 
 /// Relative to the data directory.
 pub const DIR: &str = "snowflake_id";
 const FILE: &str = "leases";
-const TEMP: &str = "leases.tmp";
 
 pub struct Store {
     dir: PathBuf,
@@ -90,49 +88,68 @@ impl Store {
 
     /// Replaces the whole file with `records` (slot index, record) atomically: a crash
     /// leaves either the old file or the new one.
-    pub fn rewrite(&self, records: &[(usize, LeaseRecord)]) -> io::Result<()> {
+    /// Puts `record` into the file: over the record of its key if there is one (keeping the
+    /// higher lease, as a lease never moves back), else into the first unused place. Synced
+    /// before it returns.
+    pub fn upsert(&self, record: &LeaseRecord) -> io::Result<()> {
+        let at = match self.find(&record.key)? {
+            Found::At(_, old) if old.lease >= record.lease => return Ok(()),
+            Found::At(i, _) => i,
+            Found::Free(i) => i,
+        };
+        self.put(at, &record.encode())
+    }
+
+    /// Clears the record of `key` (its sequence was dropped), if there is one.
+    pub fn clear(&self, key: &OwnedKey) -> io::Result<()> {
+        match self.find(key)? {
+            Found::At(i, _) => self.put(i, &[0; RECORD_SIZE]),
+            Found::Free(_) => Ok(()),
+        }
+    }
+
+    /// Where `key`'s record is, or else the first place a new one may go.
+    fn find(&self, key: &OwnedKey) -> io::Result<Found> {
+        let bytes = match fs::read(self.path()) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Found::Free(0)),
+            Err(e) => return Err(e),
+        };
+        let mut free = None;
+        let chunks = bytes.chunks_exact(RECORD_SIZE);
+        let count = chunks.len();
+        for (i, chunk) in chunks.enumerate() {
+            let chunk: &[u8; RECORD_SIZE] = chunk.try_into().expect("chunks_exact");
+            match LeaseRecord::decode(chunk) {
+                Ok(Some(r)) if r.key == *key => return Ok(Found::At(i, r)),
+                Ok(None) if free.is_none() => free = Some(i),
+                _ => {}
+            }
+        }
+        Ok(Found::Free(free.unwrap_or(count)))
+    }
+
+    fn put(&self, idx: usize, bytes: &[u8; RECORD_SIZE]) -> io::Result<()> {
         let new = !self.dir.exists();
         fs::create_dir_all(&self.dir)?;
         if new {
             sync_dir(self.dir.parent().filter(|p| !p.as_os_str().is_empty()))?;
         }
-        let len = records.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
-        let mut bytes = vec![0u8; len * RECORD_SIZE];
-        for (i, r) in records {
-            bytes[i * RECORD_SIZE..(i + 1) * RECORD_SIZE].copy_from_slice(&r.encode());
-        }
-        let temp = self.dir.join(TEMP);
-        let file = File::create(&temp)?;
-        file.write_all_at(&bytes, 0)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&temp, self.path())?;
-        sync_dir(Some(&self.dir))
-    }
-
-    /// Clears the record of slot `idx` (a dropped sequence) and waits until it is on disk.
-    pub fn clear(&self, idx: usize) -> io::Result<()> {
-        let file = OpenOptions::new().write(true).open(self.path())?;
-        if file.metadata()?.len() < ((idx + 1) * RECORD_SIZE) as u64 {
-            return Ok(()); // never written
-        }
-        file.write_all_at(&[0; RECORD_SIZE], (idx * RECORD_SIZE) as u64)?;
-        file.sync_data()
-    }
-
-    /// Writes the record of slot `idx` and waits until it is on disk.
-    pub fn write(&self, idx: usize, record: &LeaseRecord) -> io::Result<()> {
         let file = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(false)
             .open(self.path())?;
-        file.write_all_at(&record.encode(), (idx * RECORD_SIZE) as u64)?;
+        file.write_all_at(bytes, (idx * RECORD_SIZE) as u64)?;
         file.sync_data()
     }
 }
 
-/// Makes a rename or a new entry in `dir` durable (the current directory when `None`).
+enum Found {
+    At(usize, LeaseRecord),
+    Free(usize),
+}
+
 fn sync_dir(dir: Option<&Path>) -> io::Result<()> {
     File::open(dir.unwrap_or(Path::new(".")))?.sync_all()
 }
@@ -140,8 +157,8 @@ fn sync_dir(dir: Option<&Path>) -> io::Result<()> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::durable::record::Lease;
     use crate::identity::{CreationLayout, Kind};
+    use crate::lease::Lease;
 
     pub fn record(name: &str, end: u64) -> LeaseRecord {
         LeaseRecord {
@@ -163,18 +180,17 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn rewrite_write_and_load() {
+    fn replay_keeps_the_higher_lease_per_key_and_clears_dropped_ones() {
         let root = temp_dir("rw");
         let store = Store::at(&root.join(DIR));
         assert!(store.load().unwrap().records.is_empty());
-        store
-            .rewrite(&[(0, record("a", 10)), (3, record("b", 20))])
-            .unwrap();
-        store.write(3, &record("b", 30)).unwrap();
-        store.write(5, &record("c", 1)).unwrap();
-        store.write(6, &record("d", 1)).unwrap();
-        store.clear(6).unwrap();
-        store.clear(9).unwrap();
+        store.upsert(&record("a", 10)).unwrap();
+        store.upsert(&record("b", 20)).unwrap();
+        store.upsert(&record("b", 15)).unwrap();
+        store.upsert(&record("b", 30)).unwrap();
+        store.upsert(&record("c", 1)).unwrap();
+        store.clear(&record("a", 0).key).unwrap();
+        store.upsert(&record("d", 7)).unwrap();
         let names: Vec<_> = store
             .load()
             .unwrap()
@@ -182,7 +198,8 @@ pub(crate) mod tests {
             .into_iter()
             .map(|r| (String::from_utf8(r.key.name).unwrap(), r.lease.end))
             .collect();
-        assert_eq!(names, [("a".into(), 10), ("b".into(), 30), ("c".into(), 1)]);
+        // d took a's place, cleared.
+        assert_eq!(names, [("d".into(), 7), ("b".into(), 30), ("c".into(), 1)]);
         fs::remove_dir_all(root).unwrap();
     }
 
@@ -190,9 +207,8 @@ pub(crate) mod tests {
     fn damage_is_reported_with_the_key_when_it_still_reads() {
         let root = temp_dir("bad");
         let store = Store::at(&root.join(DIR));
-        store
-            .rewrite(&[(0, record("a", 10)), (1, record("b", 20))])
-            .unwrap();
+        store.upsert(&record("a", 10)).unwrap();
+        store.upsert(&record("b", 20)).unwrap();
         let mut bytes = fs::read(store.path()).unwrap();
         bytes[RECORD_SIZE + 26] ^= 1; // b's lease end
         fs::write(store.path(), &bytes).unwrap();

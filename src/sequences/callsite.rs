@@ -1,30 +1,41 @@
-//! The per-call-site cache of the generators: which slot their sequence name resolved to.
+//! The per-call-site cache of the generators: which sequence their names resolved to.
 //!
 //! A call site (one FmgrInfo: a column DEFAULT, a query's target list) nearly always names
-//! the same sequence, usually with constants. Resolving the names costs a hash and a probe of
-//! the registry; this cache makes it a pointer read. Measured by benches/run.sh.
+//! the same sequence, usually with constants. Resolving the names costs catalog lookups, a
+//! lock and a privilege check (see `resolve`); this cache makes it a few comparisons. It is
+//! good for one transaction (the lock `resolve` takes lasts that long), for one current user
+//! (privileges), and while no catalog invalidation arrived (a GRANT, an ALTER, a DROP).
+//! Measured by benches/run.sh.
 
-use pgrx::pg_sys;
+use pgrx::pg_sys::{self, Oid};
 
+use super::resolve::{self, Resolved};
 use crate::fmgr::{self, Call};
-use crate::identity::MAX_KEY_LEN;
+use crate::identity::MAX_NAME_LEN;
+use crate::pgcompat;
 use crate::registry::SlotRef;
+
+/// Longest run of names: a gdid scope and sequence, each after its length byte.
+const NAMES_LEN: usize = 2 * (MAX_NAME_LEN + 1);
 
 #[repr(C)]
 struct CallSiteCache {
-    /// The slot and the generation of its occupant: a slot that holds another sequence since
-    /// (after a drop) is not this call site's any more.
-    slot: SlotRef,
+    resolved: Resolved,
+    /// The transaction it was resolved in (its lock lasts as long), the invalidations it had
+    /// seen, and the user it was checked for.
+    lxid: u32,
+    invalidations: u64,
+    user: Oid,
     /// Every name argument is a constant in the expression: they cannot change between calls
-    /// of this FmgrInfo, so the slot holds without looking at the arguments again.
+    /// of this FmgrInfo, so the names need not be compared again.
     args_are_const: bool,
     /// The names, each preceded by its length.
     len: usize,
-    names: [u8; MAX_KEY_LEN + 2],
+    names: [u8; NAMES_LEN],
 }
 
 /// Writes the names as `len name len name...` into `out`; false if they do not fit.
-fn encode(names: &[&[u8]], out: &mut [u8; MAX_KEY_LEN + 2]) -> Option<usize> {
+fn encode(names: &[&[u8]], out: &mut [u8; NAMES_LEN]) -> Option<usize> {
     let mut at = 0;
     for name in names {
         let end = at + 1 + name.len();
@@ -35,34 +46,37 @@ fn encode(names: &[&[u8]], out: &mut [u8; MAX_KEY_LEN + 2]) -> Option<usize> {
     Some(at)
 }
 
-/// The slot of the sequence named by the first `N` (text) arguments, from the call site's
-/// cache (if `still_there` says it still holds the sequence) or from `resolve` (which
-/// validates the names and raises the errors). A cached sequence dropped since is resolved
-/// again: the name now leads to a new one. Not for set-returning functions, whose fn_extra
-/// belongs to the SRF protocol.
-pub fn slot_of<const N: usize>(
+/// The sequence named by the first `N` (text) arguments, from the call site's cache if it
+/// still holds (and `still_there` says its slot still holds the sequence), else from
+/// `resolve` (which checks the names and raises the errors). Not for set-returning
+/// functions, whose fn_extra belongs to the SRF protocol.
+pub fn resolved<const N: usize>(
     call: Call<'_>,
     still_there: impl FnOnce(SlotRef) -> bool,
-    resolve: impl FnOnce(&[&[u8]; N]) -> SlotRef,
-) -> SlotRef {
-    if let Some(slot) = cached_slot::<N>(call) {
-        if still_there(slot) {
-            return slot;
+    resolve: impl FnOnce(&[&[u8]; N]) -> Resolved,
+) -> Resolved {
+    if let Some(r) = cached::<N>(call) {
+        if still_there(r.at) {
+            return r;
         }
     }
     let names: [&[u8]; N] = std::array::from_fn(|i| call.bytes(i));
-    let slot = resolve(&names);
+    let resolved = resolve(&names);
     let flinfo = call.flinfo();
     let mut cached = CallSiteCache {
-        slot,
+        resolved,
+        lxid: pgcompat::local_xid(),
+        invalidations: resolve::invalidations(),
+        // SAFETY: a plain read of the current user.
+        user: unsafe { current_user() },
         // SAFETY: flinfo is this call's.
         args_are_const: (0..N).all(|i| unsafe { arg_is_const(flinfo, i) }),
         len: 0,
-        names: [0; MAX_KEY_LEN + 2],
+        names: [0; NAMES_LEN],
     };
     // resolve returned, so the names passed the checks and fit.
     let Some(len) = encode(&names, &mut cached.names) else {
-        return slot;
+        return resolved;
     };
     cached.len = len;
     // SAFETY: fn_mcxt is the FmgrInfo's memory context, the documented home of fn_extra;
@@ -75,18 +89,31 @@ pub fn slot_of<const N: usize>(
         }
         ptr.write(cached);
     }
-    slot
+    resolved
 }
 
-/// The cached slot, if the call site has one for this call's names (its sequence may have
-/// been dropped since: the generation tells). Calls into nothing and cannot fail.
+/// The cached slot, if the call site has resolved this call's names in this transaction, for
+/// this user, with no catalog invalidation since (the slot's occupant may have been evicted:
+/// its generation tells). Calls into nothing and cannot fail.
 #[inline]
 pub fn cached_slot<const N: usize>(call: Call<'_>) -> Option<SlotRef> {
-    // SAFETY: fn_extra is NULL or the CallSiteCache that slot_of allocated in fn_mcxt, which
-    // lives exactly as long as the FmgrInfo.
+    cached::<N>(call).map(|r| r.at)
+}
+
+#[inline]
+fn cached<const N: usize>(call: Call<'_>) -> Option<Resolved> {
+    // SAFETY: fn_extra is NULL or the CallSiteCache that `resolved` allocated in fn_mcxt,
+    // which lives exactly as long as the FmgrInfo.
     let cache = unsafe { (*call.flinfo()).fn_extra.cast::<CallSiteCache>().as_ref()? };
+    // SAFETY: a plain read of the current user.
+    let fresh = cache.lxid == pgcompat::local_xid()
+        && cache.invalidations == resolve::invalidations()
+        && cache.user == unsafe { current_user() };
+    if !fresh {
+        return None;
+    }
     if cache.args_are_const {
-        return Some(cache.slot);
+        return Some(cache.resolved);
     }
     let mut at = 0;
     for i in 0..N {
@@ -98,7 +125,21 @@ pub fn cached_slot<const N: usize>(call: Call<'_>) -> Option<SlotRef> {
         }
         at += 1 + len;
     }
-    (at == cache.len).then_some(cache.slot)
+    (at == cache.len).then_some(cache.resolved)
+}
+
+/// The current user, read without pgrx's guard (GetUserId only reads a variable).
+///
+/// # Safety
+/// In a backend.
+#[inline(always)]
+unsafe fn current_user() -> Oid {
+    // SAFETY: the caller's contract.
+    unsafe { GetUserId() }
+}
+
+unsafe extern "C" {
+    fn GetUserId() -> Oid;
 }
 
 /// Whether argument `n` is a Const node of the call's expression.

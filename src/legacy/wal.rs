@@ -1,76 +1,47 @@
-//! The lease's WAL records, through a custom WAL resource manager: they reach standbys with
-//! the rest of the WAL and are replayed after a crash.
+//! The WAL records of releases 0.2.0 and 0.3.0, through their custom WAL resource manager, ID
+//! 128 (`RM_EXPERIMENTAL_ID`): replayed into the lease file (see `store`) by a server whose
+//! WAL may still hold some (crash recovery after one of those releases ran, a standby of a
+//! server that ran them). Nothing writes such records any more.
 //!
-//! The resource manager ID is 128, `RM_EXPERIMENTAL_ID`, the ID PostgreSQL sets aside for
-//! extensions that have not claimed one on the PostgreSQL wiki yet. Another library using it
-//! stops the server at start-up with an error naming both.
-//!
-//! What replay does with a record is not this module's business: `register` takes the
-//! callbacks (see `recovery`).
+//! The manager is registered only when the data directory holds a lease file: a server that
+//! never ran those releases leaves ID 128 to other extensions, and its standbys replay every
+//! WAL record of this extension (plain sequence updates) without the library.
 
 use std::ffi::{c_char, CStr, CString};
-use std::sync::OnceLock;
+use std::path::Path;
 
 use pgrx::pg_guard;
 use pgrx::pg_sys;
 
 use super::record::{LeaseRecord, RECORD_SIZE};
+use super::store::Store;
 use crate::errors::{self, error, Code};
 
 const RM_ID: pg_sys::RmgrId = pg_sys::RM_EXPERIMENTAL_ID as pg_sys::RmgrId;
+
 /// The record types, in the high bits of xl_info (the low four belong to PostgreSQL): a
 /// lease, and a dropped sequence (the record then carries its key).
 const XLOG_LEASE: u8 = 0x10;
 const XLOG_FORGET: u8 = 0x20;
 const XLR_INFO_MASK: u8 = 0x0F;
 
-/// What replay calls: for each lease record, for each dropped sequence, and once when redo
-/// ends (the end of crash recovery, or a standby's promotion).
-pub struct Replay {
-    pub record: fn(&LeaseRecord),
-    pub forget: fn(&LeaseRecord),
-    pub end: fn(),
-}
-
-static REPLAY: OnceLock<Replay> = OnceLock::new();
-
-/// Registers the resource manager; only possible while preloading.
-pub fn register(replay: Replay) {
-    let _ = REPLAY.set(replay);
+/// Registers the resource manager if this data directory has a lease file; only possible
+/// while preloading (the postmaster runs in the data directory by then).
+pub fn register_if_needed() {
+    if !Path::new(&Store::in_data_dir().path()).exists() {
+        return;
+    }
     let mut rmgr = pg_sys::RmgrData {
         rm_name: c"snowflake_id".as_ptr(),
         rm_redo: Some(redo),
         rm_desc: Some(desc),
         rm_identify: Some(identify),
-        rm_cleanup: Some(cleanup),
         ..Default::default()
     };
     // SAFETY: called from _PG_init while shared_preload_libraries is processed; PostgreSQL
     // copies the struct, and rm_name points at a static string.
     // (A raw pointer: PostgreSQL 15 declares the parameter mutable, 18 const.)
     unsafe { pg_sys::RegisterCustomRmgr(RM_ID, &raw mut rmgr) };
-}
-
-/// Writes one lease record and waits until the WAL holding it is flushed.
-pub fn log_and_flush(record: &LeaseRecord) {
-    log(record, XLOG_LEASE);
-}
-
-/// Writes that the sequence of `record` was dropped, and waits until it is flushed.
-pub fn log_forget_and_flush(record: &LeaseRecord) {
-    log(record, XLOG_FORGET);
-}
-
-fn log(record: &LeaseRecord, info: u8) {
-    let bytes = record.encode();
-    // SAFETY: the standard insertion protocol; XLogRegisterData only reads `bytes`, which
-    // outlive the XLogInsert that copies them.
-    unsafe {
-        pg_sys::XLogBeginInsert();
-        pg_sys::XLogRegisterData(bytes.as_ptr().cast_mut().cast(), RECORD_SIZE as _);
-        let lsn = pg_sys::XLogInsert(RM_ID, info);
-        pg_sys::XLogFlush(lsn);
-    }
 }
 
 /// The record's payload.
@@ -105,10 +76,10 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
     unsafe {
         errors::boundary(|| {
             let (info, data) = payload(record);
-            let replay = REPLAY.get().expect("registered with the rmgr");
-            match decode(info, data) {
-                Some(rec) if info == XLOG_FORGET => (replay.forget)(&rec),
-                Some(rec) => (replay.record)(&rec),
+            let store = Store::in_data_dir();
+            let done = match decode(info, data) {
+                Some(rec) if info == XLOG_FORGET => store.clear(&rec.key),
+                Some(rec) => store.upsert(&rec),
                 None => error(
                     Code::ERRCODE_DATA_CORRUPTED,
                     format!(
@@ -117,15 +88,19 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
                     ),
                 )
                 .fatal(),
+            };
+            if let Err(e) = done {
+                error(
+                    Code::ERRCODE_IO_ERROR,
+                    format!(
+                        "could not write lease file \"{}\": {e}",
+                        store.path().display()
+                    ),
+                )
+                .fatal()
             }
         })
     }
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn cleanup() {
-    // SAFETY: called once by the startup process when redo ends; the outermost Rust frame.
-    unsafe { errors::boundary(|| (REPLAY.get().expect("registered with the rmgr").end)()) }
 }
 
 #[pg_guard]

@@ -1,88 +1,69 @@
-//! The extension's ProcessUtility hook: what it checks about utility statements.
+//! This server's identity among the servers whose values meet: its node number
+//! (`snowflake.node_id`) and gdid authority (`gdid.authority`), as the generators read them,
+//! and the checks around them.
 //!
 //! `ALTER SYSTEM` of `snowflake.node_bits` or `snowflake.node_id` writes one setting of a pair
 //! that must agree (the node number has to fit the node bits): each value is valid on its
 //! own, and the server would refuse to start with the two together. After such a statement
 //! the configuration files are read back as the next start will read them, and a WARNING
 //! names the other setting if the pair does not fit.
-//!
-//! After each statement, the tables it changed get (or lose) the trigger that detection of a
-//! shared node number needs (`detection::watch`).
-//!
-//! Every statement passes through here, so the statement itself runs inside
-//! [`errors::guarded`]: its errors reach the user exactly as PostgreSQL raised them.
 
 use std::ffi::{c_char, c_int, CStr};
 
-use pgrx::pg_guard;
 use pgrx::pg_sys;
 
 use crate::errors::{self, error, Code};
+use crate::guc::{self, Server};
+use crate::plain_decimal;
 use crate::snowflake::layout::DEFAULT_NODE_BITS;
-use crate::{detection, plain_decimal};
 
-static mut PREV_PROCESS_UTILITY_HOOK: pg_sys::ProcessUtility_hook_type = None;
-
-/// Installs the hook. Called from `_PG_init` while preloading.
-pub fn install_hook() {
-    // SAFETY: _PG_init runs once, single-threaded, in the postmaster; chaining the previous
-    // hook is how several libraries share it.
-    unsafe {
-        PREV_PROCESS_UTILITY_HOOK = pg_sys::ProcessUtility_hook;
-        pg_sys::ProcessUtility_hook = Some(process_utility);
+/// After each utility statement (see `hooks`): warns when an `ALTER SYSTEM` left a node
+/// number the node bits cannot hold.
+pub fn after_statement(pstmt: *mut pg_sys::PlannedStmt) {
+    // SAFETY: the statement ProcessUtility ran.
+    if let Some(name) = unsafe { altered_setting(pstmt) } {
+        if name == "snowflake.node_id" || name == "snowflake.node_bits" {
+            warn_if_pair_cannot_start(&name);
+        }
     }
 }
 
-#[pg_guard]
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C-unwind" fn process_utility(
-    pstmt: *mut pg_sys::PlannedStmt,
-    query_string: *const c_char,
-    read_only_tree: bool,
-    context: pg_sys::ProcessUtilityContext::Type,
-    params: pg_sys::ParamListInfo,
-    query_env: *mut pg_sys::QueryEnvironment,
-    dest: *mut pg_sys::DestReceiver,
-    qc: *mut pg_sys::QueryCompletion,
-) {
-    // SAFETY: the outermost Rust frame of the hook. The statement runs as PostgreSQL would run
-    // it, through the previous hook or the standard one, called with the same arguments
-    // inside the guard (neither call is wrapped by pgrx, and the closure owns nothing).
-    unsafe {
-        errors::boundary(|| {
-            if context == pg_sys::ProcessUtilityContext::PROCESS_UTILITY_TOPLEVEL {
-                detection::watch::before_statement();
-            }
-            errors::guarded(|| match PREV_PROCESS_UTILITY_HOOK {
-                Some(prev) => prev(
-                    pstmt,
-                    query_string,
-                    read_only_tree,
-                    context,
-                    params,
-                    query_env,
-                    dest,
-                    qc,
-                ),
-                None => standard_ProcessUtility(
-                    pstmt,
-                    query_string,
-                    read_only_tree,
-                    context,
-                    params,
-                    query_env,
-                    dest,
-                    qc,
-                ),
-            });
-            detection::watch::after_statement();
-            if let Some(name) = altered_setting(pstmt) {
-                if name == "snowflake.node_id" || name == "snowflake.node_bits" {
-                    warn_if_pair_cannot_start(&name);
-                }
-            }
-        })
-    }
+/// The ERROR for a setting a generator needs and the server was not given.
+fn setting_missing(setting: &str, range: &str, how: &str) -> ! {
+    error(
+        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("{setting} is not set"),
+    )
+    .detail(format!(
+        "Every value this server generates carries it, so it must be unique among the \
+         servers whose values meet; there is no default. Range {range}."
+    ))
+    .hint(how.to_owned())
+    .raise()
+}
+
+/// This server's node number, or the ERROR when `snowflake.node_id` is not set.
+pub fn node_id(server: &Server) -> u32 {
+    server.node.unwrap_or_else(|| {
+        setting_missing(
+            "snowflake.node_id",
+            &format!("0 .. {}", server.layout.max_node()),
+            "Set snowflake.node_id in postgresql.conf (or with ALTER SYSTEM) and restart the \
+             server.",
+        )
+    })
+}
+
+/// This session's gdid authority, or the ERROR when `gdid.authority` is not set.
+pub fn gdid_authority() -> u8 {
+    guc::gdid_authority().unwrap_or_else(|| {
+        setting_missing(
+            "gdid.authority",
+            "0 .. 15",
+            "Set gdid.authority in postgresql.conf (or with ALTER SYSTEM) and reload the \
+             configuration.",
+        )
+    })
 }
 
 /// The (lower-case) name of the setting an `ALTER SYSTEM` statement changed.
@@ -208,17 +189,6 @@ fn parse_int(text: &str) -> Option<i32> {
 
 // Declared here so that errors::guarded is the only guard around them.
 unsafe extern "C-unwind" {
-    #[allow(clippy::too_many_arguments)]
-    fn standard_ProcessUtility(
-        pstmt: *mut pg_sys::PlannedStmt,
-        query_string: *const c_char,
-        read_only_tree: bool,
-        context: pg_sys::ProcessUtilityContext::Type,
-        params: pg_sys::ParamListInfo,
-        query_env: *mut pg_sys::QueryEnvironment,
-        dest: *mut pg_sys::DestReceiver,
-        qc: *mut pg_sys::QueryCompletion,
-    );
     #[allow(clippy::too_many_arguments)]
     fn ParseConfigFile(
         config_file: *const c_char,

@@ -1,0 +1,93 @@
+//! What differs between the PostgreSQL majors this library builds for (15, 17, 18), in one
+//! place: the callers read one function each, whatever the major.
+
+use pgrx::pg_sys::{self, Oid};
+
+/// The local transaction ID of this backend's current transaction: a new one for every
+/// transaction, so that "done in this transaction" can be remembered by comparing it.
+#[inline]
+pub fn local_xid() -> u32 {
+    // SAFETY: MyProc is this backend's PGPROC for the life of the backend (the generators
+    // run only in backends); a plain read of one of its fields.
+    unsafe {
+        let proc_ = pg_sys::MyProc;
+        if proc_.is_null() {
+            return 0;
+        }
+        #[cfg(feature = "pg15")]
+        {
+            (*proc_).lxid
+        }
+        #[cfg(not(feature = "pg15"))]
+        {
+            (*proc_).vxid.lxid
+        }
+    }
+}
+
+/// Whether `role` has any of the privileges `mode` on schema `nsp`.
+pub fn namespace_aclcheck(nsp: Oid, role: Oid, mode: pg_sys::AclMode) -> bool {
+    // SAFETY: catalog lookups; an error (the schema dropped meanwhile) is raised as usual.
+    unsafe {
+        #[cfg(feature = "pg15")]
+        let r = pg_sys::pg_namespace_aclcheck(nsp, role, mode);
+        #[cfg(not(feature = "pg15"))]
+        let r = pg_sys::object_aclcheck(pg_sys::NamespaceRelationId, nsp, role, mode);
+        r == pg_sys::AclResult::ACLCHECK_OK
+    }
+}
+
+/// Whether `role` owns relation `relid` (or is a superuser, or a member of its owner).
+pub fn class_ownercheck(relid: Oid, role: Oid) -> bool {
+    // SAFETY: a catalog lookup.
+    unsafe {
+        #[cfg(feature = "pg15")]
+        {
+            pg_sys::pg_class_ownercheck(relid, role)
+        }
+        #[cfg(not(feature = "pg15"))]
+        {
+            pg_sys::object_ownercheck(pg_sys::RelationRelationId, relid, role)
+        }
+    }
+}
+
+/// Whether the open relation `rel` was created, or given new storage (`ALTER SEQUENCE ...
+/// RESTART`), by the current transaction: its state then goes if the transaction rolls back.
+///
+/// # Safety
+/// `rel` is an open relation.
+pub unsafe fn new_in_this_transaction(rel: pg_sys::Relation) -> bool {
+    // SAFETY: fields of an open relation.
+    unsafe {
+        #[cfg(feature = "pg15")]
+        let (created, storage) = ((*rel).rd_createSubid, (*rel).rd_firstRelfilenodeSubid);
+        #[cfg(not(feature = "pg15"))]
+        let (created, storage) = ((*rel).rd_createSubid, (*rel).rd_firstRelfilelocatorSubid);
+        // InvalidSubTransactionId is 0.
+        created != 0 || storage != 0
+    }
+}
+
+/// `index_beginscan`, which 18 gave an instrumentation argument.
+///
+/// # Safety
+/// As `index_beginscan`: both relations open and locked, `snapshot` valid for the scan.
+pub unsafe fn index_beginscan(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    nkeys: i32,
+) -> pg_sys::IndexScanDesc {
+    // SAFETY: the caller's contract.
+    unsafe {
+        #[cfg(not(feature = "pg18"))]
+        {
+            pg_sys::index_beginscan(heap, index, snapshot, nkeys, 0)
+        }
+        #[cfg(feature = "pg18")]
+        {
+            pg_sys::index_beginscan(heap, index, snapshot, std::ptr::null_mut(), nkeys, 0)
+        }
+    }
+}

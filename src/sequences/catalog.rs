@@ -1,0 +1,309 @@
+//! The sequence relations in the catalog: the schema of each kind, a relation found by name,
+//! made (`CREATE SEQUENCE`), and opened for generation, with the layout its definition
+//! records checked.
+//!
+//! A snowflake sequence is `CREATE SEQUENCE snowflake.name AS bigint MINVALUE epoch MAXVALUE
+//! epoch + 2^41 START epoch INCREMENT node_bits`: its value is the end of its durable lease
+//! as a Unix millisecond (no ID of that millisecond or later has been handed out), its bounds
+//! the time range of its layout, and its increment the node bits it was made with; nothing
+//! ever calls `nextval` on it. A gdid sequence is `CREATE SEQUENCE gdid."scope/name" AS
+//! bigint MINVALUE 0 START 0`, its value the lease as `core::lease` encodes it. A sequence
+//! that has never leased anything has `is_called` false (`setval(..., false)` after a
+//! restore): it is *fresh*.
+
+use std::ffi::{CStr, CString};
+
+use pgrx::pg_sys::{self, Oid};
+
+use crate::errors::{error, Code};
+use crate::identity::{CreationLayout, Kind, RelationName};
+use crate::snowflake::layout::{Layout, MAX_NODE_BITS, MIN_NODE_BITS, OWN_TIME_BITS};
+use crate::{pgcompat, spi};
+
+/// The schema of a kind in the current database.
+#[derive(Debug, Clone, Copy)]
+pub struct Schema {
+    pub oid: Oid,
+    /// Made by the current transaction (`CREATE EXTENSION` in it): no other session sees it
+    /// yet, so neither can a background worker.
+    pub new_in_this_transaction: bool,
+}
+
+/// The schema holding `kind`'s sequences, or the ERROR for a database whose extension is
+/// older than the library (its sequences still wait for `ALTER EXTENSION ... UPDATE`).
+pub fn schema(kind: Kind) -> Schema {
+    let name = CString::new(kind.schema()).expect("no NUL in a schema name");
+    // SAFETY: catalog lookups; get_namespace_oid with missing_ok returns InvalidOid instead
+    // of raising.
+    let (oid, ours) = unsafe {
+        let oid = pg_sys::get_namespace_oid(name.as_ptr(), true);
+        let ext = pg_sys::get_extension_oid(c"snowflake_id".as_ptr(), true);
+        let ours = oid != pg_sys::InvalidOid
+            && ext != pg_sys::InvalidOid
+            && pg_sys::getExtensionOfObject(pg_sys::NamespaceRelationId, oid) == ext;
+        (oid, ours)
+    };
+    if !ours {
+        error(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "the extension snowflake_id of this database has no schema \"{}\" for its sequences",
+                kind.schema()
+            ),
+        )
+        .detail(
+            "Since release 0.4.0 every sequence is a PostgreSQL sequence in schema \"snowflake\" \
+             or \"gdid\"; this database's extension is of an earlier release, or the schema was \
+             renamed.",
+        )
+        .hint("Run ALTER EXTENSION snowflake_id UPDATE in this database.")
+        .raise();
+    }
+    Schema {
+        oid,
+        new_in_this_transaction: created_in_this_transaction(
+            pg_sys::SysCacheIdentifier::NAMESPACEOID,
+            oid,
+        ),
+    }
+}
+
+/// Whether the catalog row of object `oid` (in syscache `cache`) was written by the current
+/// transaction.
+fn created_in_this_transaction(cache: pg_sys::SysCacheIdentifier::Type, oid: Oid) -> bool {
+    // SAFETY: a syscache lookup; the tuple is released before returning.
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(cache as _, pg_sys::Datum::from(oid));
+        if tuple.is_null() {
+            return false;
+        }
+        let xmin = (*(*tuple).t_data).t_choice.t_heap.t_xmin;
+        let mine = pg_sys::TransactionIdIsCurrentTransactionId(xmin);
+        pg_sys::ReleaseSysCache(tuple);
+        mine
+    }
+}
+
+/// The relation named `name` in `schema`, if there is one.
+pub fn find(schema: Oid, name: &RelationName) -> Option<Oid> {
+    let name = CString::new(name.as_bytes()).expect("relation names hold no NUL");
+    // SAFETY: a syscache lookup by name and namespace; InvalidOid when absent.
+    let relid = unsafe { pg_sys::get_relname_relid(name.as_ptr(), schema) };
+    (relid != pg_sys::InvalidOid).then_some(relid)
+}
+
+/// `CREATE SEQUENCE IF NOT EXISTS` for a sequence of `kind` named `name` (bytes in the
+/// database's encoding), its definition recording `layout` (snowflake). Every name is quoted
+/// and qualified, and the statement calls no function or operator: it means the same under
+/// any `search_path`.
+pub fn creation_statement(kind: Kind, name: &RelationName, layout: &Layout) -> CString {
+    let definition = match kind {
+        Kind::Snowflake => {
+            let max = layout.epoch_ms + (1i64 << OWN_TIME_BITS);
+            format!(
+                "AS bigint INCREMENT BY {} MINVALUE {} MAXVALUE {max} START WITH {} CACHE 1 NO CYCLE",
+                layout.node_bits, layout.epoch_ms, layout.epoch_ms
+            )
+        }
+        Kind::Gdid => {
+            "AS bigint INCREMENT BY 1 MINVALUE 0 NO MAXVALUE START WITH 0 CACHE 1 NO CYCLE".into()
+        }
+    };
+    let mut q = b"CREATE SEQUENCE IF NOT EXISTS ".to_vec();
+    q.extend_from_slice(&qualified_name(kind, name));
+    q.push(b' ');
+    q.extend_from_slice(definition.as_bytes());
+    CString::new(q).expect("quoted identifiers hold no NUL")
+}
+
+/// `schema.relation` of sequence `name` of `kind`, each part quoted as needed.
+pub fn qualified_name(kind: Kind, name: &RelationName) -> Vec<u8> {
+    let mut q = quote_identifier(kind.schema().as_bytes());
+    q.push(b'.');
+    q.extend_from_slice(&quote_identifier(name.as_bytes()));
+    q
+}
+
+/// A name as an SQL identifier, quoted if it needs it, in the database's encoding.
+fn quote_identifier(name: &[u8]) -> Vec<u8> {
+    let c = CString::new(name).expect("names hold no NUL");
+    // SAFETY: quote_identifier reads the NUL-terminated name and returns it or a palloc'd
+    // quoted copy, NUL-terminated.
+    unsafe { CStr::from_ptr(pg_sys::quote_identifier(c.as_ptr())) }
+        .to_bytes()
+        .to_vec()
+}
+
+/// Makes the sequence in the current transaction, as the current user (whose CREATE
+/// privilege on the schema is checked, and who owns it). Never as an object of the extension,
+/// even while its script runs (the update from 0.3.0 makes sequences): a member would not be
+/// dumped, and would go with the extension.
+pub fn create_in_this_transaction(kind: Kind, name: &RelationName, layout: &Layout) {
+    let statement = creation_statement(kind, name, layout);
+    outside_extension(|| spi::connect(|conn| conn.execute(&statement)));
+    // SAFETY: makes the new relation visible to the lookups that follow in this statement.
+    unsafe { pg_sys::CommandCounterIncrement() };
+}
+
+/// Runs `f` as if no extension script were running: what it makes is no object of the
+/// extension, and what it grants is no initial privilege of one (both would be left out of
+/// dumps, which restore them with `CREATE EXTENSION`).
+pub fn outside_extension<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: plain reads and writes of the backend's extension-script state; put back right
+    // after (an error aborts the script, whose cleanup resets both).
+    let (creating, object) = unsafe {
+        let was = (pg_sys::creating_extension, pg_sys::CurrentExtensionObject);
+        pg_sys::creating_extension = false;
+        pg_sys::CurrentExtensionObject = pg_sys::InvalidOid;
+        was
+    };
+    let r = f();
+    // SAFETY: as above.
+    unsafe {
+        pg_sys::creating_extension = creating;
+        pg_sys::CurrentExtensionObject = object;
+    }
+    r
+}
+
+/// A sequence relation, opened: what a generator needs to know of it.
+#[derive(Debug, Clone, Copy)]
+pub struct Opened {
+    pub relid: Oid,
+    /// Its storage: a new one (`ALTER SEQUENCE ... RESTART`) is a new state.
+    pub filenode: u32,
+    /// What its definition records (see the module's comment); zero for gdid sequences.
+    pub layout: CreationLayout,
+    /// Made, or given new storage, by the current transaction.
+    pub new_in_this_transaction: bool,
+}
+
+/// Why a relation of a kind's schema cannot be used as a sequence of that kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotOurs {
+    /// Not a sequence at all (a table someone made in the schema).
+    NotASequence,
+    /// A sequence whose definition is not one this extension makes (made by hand, or
+    /// altered since).
+    Definition,
+    /// An unlogged sequence: a crash resets it.
+    Unlogged,
+}
+
+/// Opens relation `relid`, which the caller has locked, as a sequence of `kind`; `None` if it
+/// is gone (dropped between the lookup and the lock).
+pub fn open(kind: Kind, relid: Oid) -> Option<Result<Opened, NotOurs>> {
+    // SAFETY: RelationIdGetRelation returns NULL for a relation that no longer exists, else
+    // an open relcache entry that RelationClose gives back; its rd_rel is its pg_class row.
+    let (filenode, new_here, relkind, persistence) = unsafe {
+        let rel = pg_sys::RelationIdGetRelation(relid);
+        if rel.is_null() {
+            return None;
+        }
+        let r = (
+            (*(*rel).rd_rel).relfilenode.to_u32(),
+            pgcompat::new_in_this_transaction(rel),
+            (*(*rel).rd_rel).relkind as u8,
+            (*(*rel).rd_rel).relpersistence as u8,
+        );
+        pg_sys::RelationClose(rel);
+        r
+    };
+    if relkind != pg_sys::RELKIND_SEQUENCE {
+        return Some(Err(NotOurs::NotASequence));
+    }
+    if persistence != pg_sys::RELPERSISTENCE_PERMANENT {
+        return Some(Err(NotOurs::Unlogged));
+    }
+    let Some((min, max, increment)) = sequence_bounds(relid) else {
+        return Some(Err(NotOurs::NotASequence));
+    };
+    let layout = match kind {
+        Kind::Snowflake => {
+            let node_bits = u32::try_from(increment).unwrap_or(0);
+            let fits = (MIN_NODE_BITS..=MAX_NODE_BITS).contains(&node_bits)
+                && max == min.saturating_add(1i64 << OWN_TIME_BITS);
+            if !fits {
+                return Some(Err(NotOurs::Definition));
+            }
+            CreationLayout {
+                epoch_ms: min,
+                node_bits,
+            }
+        }
+        Kind::Gdid => {
+            if (min, max, increment) != (0, i64::MAX, 1) {
+                return Some(Err(NotOurs::Definition));
+            }
+            CreationLayout::default()
+        }
+    };
+    Some(Ok(Opened {
+        relid,
+        filenode,
+        layout,
+        new_in_this_transaction: new_here,
+    }))
+}
+
+/// The fixed part of a `pg_sequence` row (catalog/pg_sequence.h; not in pgrx's bindings).
+#[repr(C)]
+struct FormPgSequence {
+    seqrelid: Oid,
+    seqtypid: Oid,
+    seqstart: i64,
+    seqincrement: i64,
+    seqmax: i64,
+    seqmin: i64,
+    seqcache: i64,
+    seqcycle: bool,
+}
+
+/// MINVALUE, MAXVALUE and INCREMENT of sequence `relid`, from `pg_sequence`.
+fn sequence_bounds(relid: Oid) -> Option<(i64, i64, i64)> {
+    // SAFETY: a syscache lookup; a pg_sequence row is a FormData_pg_sequence, read before
+    // the tuple is released.
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(
+            pg_sys::SysCacheIdentifier::SEQRELID as _,
+            pg_sys::Datum::from(relid),
+        );
+        if tuple.is_null() {
+            return None;
+        }
+        let form = getstruct::<FormPgSequence>(tuple);
+        let r = ((*form).seqmin, (*form).seqmax, (*form).seqincrement);
+        pg_sys::ReleaseSysCache(tuple);
+        Some(r)
+    }
+}
+
+/// The fixed part of a catalog tuple (GETSTRUCT).
+///
+/// # Safety
+/// `tuple` is a valid heap tuple of a catalog whose fixed part is `T`.
+pub unsafe fn getstruct<T>(tuple: pg_sys::HeapTuple) -> *mut T {
+    // SAFETY: the caller's contract; t_hoff is the offset of the data past the header.
+    unsafe {
+        let data = (*tuple).t_data;
+        data.cast::<u8>().add((*data).t_hoff as usize).cast()
+    }
+}
+
+/// `schema.relation` of sequence `relid` of `kind`, quoted as needed, for messages.
+pub fn described(kind: Kind, relid: Oid) -> String {
+    let name = relation_name(relid).and_then(|n| RelationName::from_bytes(&n));
+    match name {
+        Some(n) => crate::dbtext::DbText(&qualified_name(kind, &n)).to_string(),
+        None => format!("{kind}.?"),
+    }
+}
+
+/// The name of relation `relid` (in the database's encoding), if it exists.
+pub fn relation_name(relid: Oid) -> Option<Vec<u8>> {
+    // SAFETY: get_rel_name returns NULL or a palloc'd NUL-terminated copy.
+    unsafe {
+        let p = pg_sys::get_rel_name(relid);
+        (!p.is_null()).then(|| CStr::from_ptr(p).to_bytes().to_vec())
+    }
+}

@@ -1,0 +1,269 @@
+//! Making a new sequence relation in a transaction of its own, through a background worker.
+//!
+//! A sequence that a generator makes for a new name (`SELECT snowflake_next('x')`, or the first
+//! DEFAULT that names it) must not be made by the caller's transaction: if that transaction
+//! rolled back after values had left it (returned to a client), the relation would go with
+//! it, and the name's next relation would hand the same values out again. So a background
+//! worker makes it and commits before the caller hands anything out; a rollback of the
+//! caller leaves the sequence in place, as it leaves a `nextval` consumed.
+//!
+//! The worker connects to the caller's database and makes the relation as the caller's
+//! current role (`SECURITY_LOCAL_USERID_CHANGE`, as the role itself would): PostgreSQL checks
+//! the role's CREATE privilege on the schema, and the role owns the result. It connects as
+//! the bootstrap superuser only because a role that cannot log in (a group role, the owner of
+//! a SECURITY DEFINER function) may still create objects. Its error, if any, comes back to the
+//! caller whole (SQLSTATE, message, detail, hint), through a dynamic shared memory segment.
+
+use std::ffi::{c_char, CStr};
+
+use pgrx::pg_sys::{self, Datum, Oid};
+
+use super::catalog::{self, Schema};
+use crate::errors::{self, error, Code};
+use crate::identity::{Kind, RelationName, SequenceName, MAX_NAME_LEN};
+use crate::pgcompat;
+use crate::snowflake::layout::Layout;
+use crate::spi;
+
+/// What caller and worker exchange. Written by the caller before the worker starts, the
+/// outcome by the worker before it exits (and read by the caller after that).
+#[repr(C)]
+struct Exchange {
+    db: Oid,
+    role: Oid,
+    kind: u8,
+    name_len: u8,
+    name: [u8; MAX_NAME_LEN],
+    epoch_ms: i64,
+    node_bits: u32,
+    /// 0: the worker did not report; 1: made (or there already); 2: failed.
+    outcome: u32,
+    sqlstate: i32,
+    message: Text,
+    detail: Text,
+    hint: Text,
+}
+
+#[repr(C)]
+struct Text {
+    len: u32,
+    bytes: [u8; 1024],
+}
+
+impl Text {
+    fn set(&mut self, s: &[u8]) {
+        let n = s.len().min(self.bytes.len());
+        self.bytes[..n].copy_from_slice(&s[..n]);
+        self.len = n as u32;
+    }
+
+    fn get(&self) -> Option<String> {
+        let s = &self.bytes[..(self.len as usize).min(self.bytes.len())];
+        (!s.is_empty()).then(|| crate::dbtext::DbText(s).to_string())
+    }
+}
+
+/// Makes the relation of new name `name`: by a background worker, in a transaction of its
+/// own, unless this transaction made the extension itself (no other session sees the schema
+/// yet), where it is made here.
+pub fn make(name: SequenceName<'_>, relname: &RelationName, schema: Schema, layout: &Layout) {
+    // SAFETY: plain reads of the current user and security context.
+    let (user, restricted) =
+        unsafe { (pg_sys::GetUserId(), pg_sys::InSecurityRestrictedOperation()) };
+    if restricted {
+        error(
+            Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!(
+                "cannot create {} within a security-restricted operation",
+                name.described()
+            ),
+        )
+        .raise();
+    }
+    if !pgcompat::namespace_aclcheck(schema.oid, user, pg_sys::ACL_CREATE as pg_sys::AclMode) {
+        error(
+            Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("permission denied to create {}", name.described()),
+        )
+        .detail(format!(
+            "A new name makes a sequence in schema {}, which takes CREATE on that schema.",
+            name.kind().schema()
+        ))
+        .hint(format!(
+            "Have a role with that privilege use the name first, or GRANT CREATE ON SCHEMA {} \
+             to this role.",
+            name.kind().schema()
+        ))
+        .raise();
+    }
+    let kind = name.kind();
+    if schema.new_in_this_transaction {
+        catalog::create_in_this_transaction(kind, relname, layout);
+    } else {
+        create_autonomously(kind, relname, layout);
+        // SAFETY: reads the worker's catalog changes into this backend's caches.
+        unsafe { pg_sys::AcceptInvalidationMessages() };
+    }
+}
+
+/// The entry point PostgreSQL's background worker machinery calls, by name.
+const ENTRY: &CStr = c"snowflake_id_sequence_creator";
+
+/// Makes sequence `name` of `kind` (its definition recording `layout`) in a transaction of its
+/// own, as the current role; returns once it is committed (or was there already). Raises the
+/// worker's error, or 53000 when no worker can be started.
+pub fn create_autonomously(kind: Kind, name: &RelationName, layout: &Layout) {
+    // SAFETY: dsm_create in a transaction (its segment is the transaction's resource, detached
+    // at abort); the segment is sized for an Exchange, zeroed, and written before any worker
+    // can attach. The worker registration copies `bgw`; WaitForBackgroundWorkerShutdown waits
+    // interruptibly (a cancel raises here, and the worker then finds no segment or finishes
+    // alone). The outcome is read after the worker exited.
+    unsafe {
+        let seg = pg_sys::dsm_create(std::mem::size_of::<Exchange>(), 0);
+        let ex = pg_sys::dsm_segment_address(seg).cast::<Exchange>();
+        std::ptr::write_bytes(ex.cast::<u8>(), 0, std::mem::size_of::<Exchange>());
+        (*ex).db = pg_sys::MyDatabaseId;
+        (*ex).role = pg_sys::GetUserId();
+        (*ex).kind = kind as u8;
+        (*ex).name_len = name.as_bytes().len() as u8;
+        (&mut (*ex).name)[..name.as_bytes().len()].copy_from_slice(name.as_bytes());
+        (*ex).epoch_ms = layout.epoch_ms;
+        (*ex).node_bits = layout.node_bits;
+
+        let mut bgw: pg_sys::BackgroundWorker = std::mem::zeroed();
+        copy_name(&mut bgw.bgw_name, c"snowflake_id sequence creator");
+        copy_name(&mut bgw.bgw_type, c"snowflake_id sequence creator");
+        copy_name(&mut bgw.bgw_library_name, c"snowflake_id");
+        copy_name(&mut bgw.bgw_function_name, ENTRY);
+        bgw.bgw_flags =
+            (pg_sys::BGWORKER_SHMEM_ACCESS | pg_sys::BGWORKER_BACKEND_DATABASE_CONNECTION) as i32;
+        bgw.bgw_start_time = pg_sys::BgWorkerStartTime::BgWorkerStart_RecoveryFinished;
+        bgw.bgw_restart_time = pg_sys::BGW_NEVER_RESTART;
+        bgw.bgw_main_arg = Datum::from(pg_sys::dsm_segment_handle(seg));
+        bgw.bgw_notify_pid = pg_sys::MyProcPid;
+        let mut handle: *mut pg_sys::BackgroundWorkerHandle = std::ptr::null_mut();
+        if !pg_sys::RegisterDynamicBackgroundWorker(&mut bgw, &mut handle) {
+            pg_sys::dsm_detach(seg);
+            error(
+                Code::ERRCODE_INSUFFICIENT_RESOURCES,
+                format!(
+                    "could not start a background worker to create {} sequence \"{}\"",
+                    kind,
+                    crate::dbtext::DbText(name.as_bytes())
+                ),
+            )
+            .detail("New sequences are made by a background worker, in a transaction of their own.")
+            .hint("Raise max_worker_processes, or retry when fewer background workers run.")
+            .raise();
+        }
+        let status = pg_sys::WaitForBackgroundWorkerShutdown(handle);
+        let (outcome, sqlstate) = ((*ex).outcome, (*ex).sqlstate);
+        let (message, detail, hint) = ((*ex).message.get(), (*ex).detail.get(), (*ex).hint.get());
+        pg_sys::dsm_detach(seg);
+        match outcome {
+            1 => {}
+            2 => {
+                let mut e = error(
+                    Code::from(sqlstate as isize),
+                    message.unwrap_or_else(|| "could not create the sequence".into()),
+                );
+                if let Some(d) = detail {
+                    e = e.detail(d);
+                }
+                if let Some(h) = hint {
+                    e = e.hint(h);
+                }
+                e.raise()
+            }
+            _ => error(
+                Code::ERRCODE_INTERNAL_ERROR,
+                format!(
+                    "the background worker creating {kind} sequence \"{}\" ended without a word",
+                    crate::dbtext::DbText(name.as_bytes())
+                ),
+            )
+            .detail(if status == pg_sys::BgwHandleStatus::BGWH_POSTMASTER_DIED {
+                "The postmaster died."
+            } else {
+                "See the server log."
+            })
+            .raise(),
+        }
+    }
+}
+
+fn copy_name<const N: usize>(to: &mut [c_char; N], from: &CStr) {
+    for (t, &f) in to.iter_mut().zip(from.to_bytes_with_nul()) {
+        *t = f as c_char;
+    }
+}
+
+/// The background worker: makes the relation its Exchange describes, reports, exits.
+///
+/// # Safety
+/// Called by PostgreSQL as the main function of a background worker registered by
+/// `create_autonomously`, whose argument is the handle of the Exchange's segment.
+#[no_mangle]
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn snowflake_id_sequence_creator(arg: Datum) {
+    // SAFETY: the outermost frame of the worker; see each step.
+    unsafe {
+        errors::boundary(|| {
+            pg_sys::BackgroundWorkerUnblockSignals();
+            // The caller may have gone (a cancel) and taken the segment with it.
+            let seg = pg_sys::dsm_attach(arg.value() as pg_sys::dsm_handle);
+            if seg.is_null() {
+                return;
+            }
+            let ex = pg_sys::dsm_segment_address(seg).cast::<Exchange>();
+            pg_sys::BackgroundWorkerInitializeConnectionByOid(
+                (*ex).db,
+                Oid::from(pg_sys::BOOTSTRAP_SUPERUSERID),
+                0,
+            );
+            let kind = Kind::from_u8((*ex).kind).unwrap_or(Kind::Snowflake);
+            let relation = RelationName::from_bytes(&(&(*ex).name)[..(*ex).name_len as usize])
+                .expect("the caller sends a relation name it made");
+            let layout = Layout::own((*ex).node_bits, (*ex).epoch_ms);
+            let statement = catalog::creation_statement(kind, &relation, &layout);
+
+            pg_sys::SetCurrentStatementStartTimestamp();
+            pg_sys::StartTransactionCommand();
+            pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
+            let (mut user, mut context) = (pg_sys::InvalidOid, 0);
+            pg_sys::GetUserIdAndSecContext(&mut user, &mut context);
+            pg_sys::SetUserIdAndSecContext(
+                (*ex).role,
+                context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32,
+            );
+            let made = errors::catch(|| {
+                spi::connect(|conn| {
+                    // A lock the caller itself holds would make the worker wait forever
+                    // (the caller waits for the worker, out of the deadlock detector's
+                    // sight): give up instead.
+                    conn.execute(c"SET LOCAL lock_timeout = '10s'");
+                    conn.execute(&statement);
+                })
+            });
+            match made {
+                Ok(()) => {
+                    pg_sys::SetUserIdAndSecContext(user, context);
+                    pg_sys::PopActiveSnapshot();
+                    pg_sys::CommitTransactionCommand();
+                    (*ex).outcome = 1;
+                    pg_sys::dsm_detach(seg);
+                }
+                Err(reported) => {
+                    (*ex).sqlstate = reported.sqlstate;
+                    (*ex).message.set(&reported.message);
+                    (*ex).detail.set(&reported.detail);
+                    (*ex).hint.set(&reported.hint);
+                    (*ex).outcome = 2;
+                    pg_sys::dsm_detach(seg);
+                    // The server log gets it too; the worker exits with it.
+                    reported.raise()
+                }
+            }
+        })
+    }
+}

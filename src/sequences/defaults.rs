@@ -1,0 +1,337 @@
+//! Column defaults that name a sequence: `DEFAULT snowflake_next('orders')`, `DEFAULT
+//! gdid_next('shop', 'orders')`, on a column or on a domain.
+//!
+//! When a statement stores such a DEFAULT, the sequence it names is made if it does not exist
+//! yet (see `creator`) and the DEFAULT is recorded in `pg_depend` as depending on it, as
+//! PostgreSQL records what `nextval('s'::regclass)` depends on: `DROP SEQUENCE` is refused
+//! while the DEFAULT exists (or drops it with CASCADE), a dump restores the sequence before the
+//! table, a role that may insert into the column may generate from the sequence (see
+//! `privileges`), and the fallback of a fresh sequence knows which columns hold its values.
+//! The role that stores the DEFAULT needs USAGE or UPDATE on the sequence (or to own it, as
+//! when its use made it): it vouches for everyone who may insert.
+//!
+//! Only names written as constants count: the expression tree is walked, never evaluated, so
+//! no function of anyone's runs here. A DEFAULT that computes a name
+//! (`snowflake_next(app.tenant())`) gets no dependency; its sequence is made by its first use.
+
+use std::ffi::{c_void, CString};
+
+use pgrx::pg_guard;
+use pgrx::pg_sys::{self, Oid};
+
+use super::depend::{self, ATTR_DEFAULT_RELATION_ID};
+use super::{catalog, creator, privileges, resolve};
+use crate::errors::{error, Code};
+use crate::identity::{Kind, SequenceName};
+use crate::snowflake::layout::Layout;
+use crate::spi;
+
+/// A sequence name found in a DEFAULT: its kind and names, owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Named {
+    pub kind: Kind,
+    pub names: Vec<Vec<u8>>,
+}
+
+impl Named {
+    pub fn name(&self) -> SequenceName<'_> {
+        match self.kind {
+            Kind::Snowflake => SequenceName::Snowflake(&self.names[0]),
+            Kind::Gdid => SequenceName::Gdid {
+                scope: &self.names[0],
+                sequence: &self.names[1],
+            },
+        }
+    }
+}
+
+/// How a missing sequence is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Making {
+    /// By a background worker, committed at once (see `creator`), unless the schema is new in
+    /// this transaction; the current role's right to the sequence is checked.
+    ForTheCurrentRole,
+    /// In the current transaction, no privilege checked: the update from 0.3.0, which binds
+    /// the defaults that existed.
+    ByTheUpdate,
+}
+
+/// Binds the DEFAULT of column `attnum` of table `table`, if it names sequences.
+pub fn bind_column(table: Oid, attnum: i16, layout: &Layout, making: Making) {
+    let Some((attrdef, tree)) = column_default(table, attnum) else {
+        return;
+    };
+    let depender = pg_sys::ObjectAddress {
+        classId: ATTR_DEFAULT_RELATION_ID,
+        objectId: attrdef,
+        objectSubId: 0,
+    };
+    bind(depender, &tree, layout, making);
+}
+
+/// Binds the DEFAULT of domain `domain`, if it names sequences.
+pub fn bind_domain(domain: Oid, layout: &Layout, making: Making) {
+    let Some(tree) = domain_default(domain) else {
+        return;
+    };
+    let depender = pg_sys::ObjectAddress {
+        classId: pg_sys::TypeRelationId,
+        objectId: domain,
+        objectSubId: 0,
+    };
+    bind(depender, &tree, layout, making);
+}
+
+fn bind(depender: pg_sys::ObjectAddress, tree: &[u8], layout: &Layout, making: Making) {
+    for named in named_in(tree) {
+        let name = named.name();
+        let relname = name
+            .relation_name()
+            .unwrap_or_else(|bad| resolve::bad_name(bad));
+        let schema = catalog::schema(named.kind);
+        let relid = match catalog::find(schema.oid, &relname) {
+            Some(relid) => relid,
+            None => {
+                match making {
+                    Making::ByTheUpdate => {
+                        catalog::create_in_this_transaction(named.kind, &relname, layout)
+                    }
+                    Making::ForTheCurrentRole => creator::make(name, &relname, schema, layout),
+                }
+                match catalog::find(schema.oid, &relname) {
+                    Some(relid) => relid,
+                    None => error(
+                        Code::ERRCODE_INTERNAL_ERROR,
+                        format!("{} was made but cannot be found", name.described()),
+                    )
+                    .raise(),
+                }
+            }
+        };
+        // SAFETY: a lock held to the end of the transaction, as recording a dependency on
+        // any object requires (the sequence cannot be dropped meanwhile).
+        unsafe { pg_sys::LockRelationOid(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+        if making == Making::ForTheCurrentRole {
+            // SAFETY: a plain read of the current user.
+            let user = unsafe { pg_sys::GetUserId() };
+            if !privileges::may_use_in_default(relid, user) {
+                error(
+                    Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                    format!(
+                        "permission denied for sequence {}",
+                        catalog::described(named.kind, relid)
+                    ),
+                )
+                .detail(format!(
+                    "A DEFAULT that generates from {} lets every role that may insert into \
+                     the column generate from it: making one takes USAGE or UPDATE on the \
+                     sequence.",
+                    name.described()
+                ))
+                .raise();
+            }
+        }
+        depend::record(depender, relid);
+    }
+}
+
+/// The OID and expression tree of the DEFAULT of a column, if it has one.
+fn column_default(table: Oid, attnum: i16) -> Option<(Oid, Vec<u8>)> {
+    let query = CString::new(format!(
+        "SELECT oid, adbin::pg_catalog.text FROM pg_catalog.pg_attrdef
+          WHERE adrelid = {}::pg_catalog.oid AND adnum = {attnum}::pg_catalog.int2",
+        table.to_u32()
+    ))
+    .expect("no NUL in the query");
+    spi::connect(|conn| {
+        let rows = conn.select(&query, 1);
+        Some((rows.oid(0, 1)?, rows.text(0, 2)?))
+    })
+}
+
+/// The expression tree of a domain's DEFAULT, if it has one.
+fn domain_default(domain: Oid) -> Option<Vec<u8>> {
+    let query = CString::new(format!(
+        "SELECT typdefaultbin::pg_catalog.text FROM pg_catalog.pg_type
+          WHERE oid = {}::pg_catalog.oid AND typtype = 'd'",
+        domain.to_u32()
+    ))
+    .expect("no NUL in the query");
+    spi::connect(|conn| conn.select(&query, 1).text(0, 1))
+}
+
+/// The sequences an expression tree (a `pg_node_tree`) names by constants: calls of this
+/// extension's `snowflake_next(text)` and `gdid_next(text, text)` whose arguments are text
+/// constants (as written, cast to `text` or `varchar`, or with a COLLATE clause).
+pub fn named_in(tree: &[u8]) -> Vec<Named> {
+    let Ok(tree) = CString::new(tree) else {
+        return Vec::new();
+    };
+    let generators = generators();
+    let mut walk = Walk {
+        generators,
+        found: Vec::new(),
+    };
+    // SAFETY: stringToNode parses a pg_node_tree into nodes in the current memory context;
+    // the walker visits them with `walk` as its context, which outlives the walk.
+    unsafe {
+        let node = pg_sys::stringToNode(tree.as_ptr()).cast::<pg_sys::Node>();
+        find_calls(node, (&raw mut walk).cast());
+    }
+    walk.found
+}
+
+/// This extension's generators: `snowflake_next(text)` and `gdid_next(text, text)`, by OID.
+#[derive(Debug, Clone, Copy, Default)]
+struct Generators {
+    snowflake: Oid,
+    gdid: Oid,
+}
+
+fn generators() -> Generators {
+    let query = c"SELECT p.oid, p.pronargs::pg_catalog.int8
+                    FROM pg_catalog.pg_proc p
+                    JOIN pg_catalog.pg_depend x
+                      ON x.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                     AND x.objid = p.oid AND x.deptype = 'e'
+                    JOIN pg_catalog.pg_extension e ON e.oid = x.refobjid
+                     AND e.extname = 'snowflake_id'
+                   WHERE p.proname IN ('snowflake_next', 'gdid_next')
+                     AND p.proargtypes[0] = 'pg_catalog.text'::pg_catalog.regtype";
+    spi::connect(|conn| {
+        let rows = conn.select(query, 0);
+        let mut g = Generators::default();
+        for r in 0..rows.len() {
+            match (rows.oid(r, 1), rows.i64(r, 2)) {
+                (Some(oid), Some(1)) => g.snowflake = oid,
+                (Some(oid), Some(2)) => g.gdid = oid,
+                _ => {}
+            }
+        }
+        g
+    })
+}
+
+struct Walk {
+    generators: Generators,
+    found: Vec<Named>,
+}
+
+/// The bytes of a text constant, if `node` is one (through a relabelling to `text` or
+/// `varchar` and a COLLATE clause, which change nothing of the value).
+///
+/// # Safety
+/// `node` is an expression node.
+unsafe fn const_text(mut node: *mut pg_sys::Node) -> Option<Vec<u8>> {
+    // SAFETY: each cast follows the node's tag; a text Const's value is a varlena.
+    unsafe {
+        loop {
+            match (*node).type_ {
+                pg_sys::NodeTag::T_RelabelType => {
+                    node = (*node.cast::<pg_sys::RelabelType>()).arg.cast();
+                }
+                pg_sys::NodeTag::T_CollateExpr => {
+                    node = (*node.cast::<pg_sys::CollateExpr>()).arg.cast();
+                }
+                pg_sys::NodeTag::T_Const => break,
+                _ => return None,
+            }
+        }
+        let c = node.cast::<pg_sys::Const>();
+        let text_like = [pg_sys::TEXTOID, pg_sys::VARCHAROID].contains(&(*c).consttype);
+        if (*c).constisnull || !text_like {
+            return None;
+        }
+        Some(crate::fmgr::varlena_bytes((*c).constvalue.cast_mut_ptr()).to_vec())
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn find_calls(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+    if node.is_null() {
+        return false;
+    }
+    // SAFETY: context is the Walk of named_in; node is a node of the parsed expression, a
+    // FuncExpr when its tag says so.
+    unsafe {
+        let walk = &mut *context.cast::<Walk>();
+        if (*node).type_ == pg_sys::NodeTag::T_FuncExpr {
+            let f = node.cast::<pg_sys::FuncExpr>();
+            let kind = match (*f).funcid {
+                id if id == walk.generators.snowflake && id != pg_sys::InvalidOid => {
+                    Some(Kind::Snowflake)
+                }
+                id if id == walk.generators.gdid && id != pg_sys::InvalidOid => Some(Kind::Gdid),
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                let args = pgrx::PgList::<pg_sys::Node>::from_pg((*f).args);
+                // A named argument (`seq => 'orders'`) stays a NamedArgExpr in a stored
+                // expression, holding its position.
+                let mut names: Vec<Option<Vec<u8>>> = vec![None; args.len()];
+                for i in 0..args.len() {
+                    let Some(mut arg) = args.get_ptr(i) else {
+                        continue;
+                    };
+                    let mut at = i;
+                    if (*arg).type_ == pg_sys::NodeTag::T_NamedArgExpr {
+                        let named = arg.cast::<pg_sys::NamedArgExpr>();
+                        at = usize::try_from((*named).argnumber).unwrap_or(usize::MAX);
+                        arg = (*named).arg.cast();
+                    }
+                    if let Some(slot) = names.get_mut(at) {
+                        *slot = const_text(arg);
+                    }
+                }
+                if let Some(names) = names.into_iter().collect::<Option<Vec<_>>>() {
+                    walk.found.push(Named { kind, names });
+                }
+            }
+        }
+        pg_sys::expression_tree_walker(node, Some(find_calls), context)
+    }
+}
+
+/// The defaults of the current database that name sequences, for the update from 0.3.0:
+/// every column DEFAULT and domain DEFAULT that calls a generator.
+pub fn all_defaults() -> (Vec<(Oid, i16)>, Vec<Oid>) {
+    let columns = c"SELECT DISTINCT d.adrelid, d.adnum::pg_catalog.int8
+                      FROM pg_catalog.pg_attrdef d
+                      JOIN pg_catalog.pg_depend u
+                        ON u.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+                       AND u.objid = d.oid
+                       AND u.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                      JOIN pg_catalog.pg_proc p ON p.oid = u.refobjid
+                       AND p.proname IN ('snowflake_next', 'gdid_next')";
+    let domains = c"SELECT DISTINCT t.oid
+                      FROM pg_catalog.pg_type t
+                      JOIN pg_catalog.pg_depend u
+                        ON u.classid = 'pg_catalog.pg_type'::pg_catalog.regclass
+                       AND u.objid = t.oid
+                       AND u.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                      JOIN pg_catalog.pg_proc p ON p.oid = u.refobjid
+                       AND p.proname IN ('snowflake_next', 'gdid_next')
+                     WHERE t.typtype = 'd'";
+    spi::connect(|conn| {
+        let c = {
+            let rows = conn.select(columns, 0);
+            (0..rows.len())
+                .filter_map(|r| Some((rows.oid(r, 1)?, i16::try_from(rows.i64(r, 2)?).ok()?)))
+                .collect()
+        };
+        let d = {
+            let rows = conn.select(domains, 0);
+            (0..rows.len()).filter_map(|r| rows.oid(r, 1)).collect()
+        };
+        (c, d)
+    })
+}
+
+/// Whether sequence relation `relid` is named by a DEFAULT (directly or through a domain):
+/// such a sequence must keep its name.
+pub fn named_by_a_default(relid: Oid) -> bool {
+    !depend::default_columns(relid).is_empty()
+        || depend::dependents(pg_sys::RelationRelationId, relid)
+            .iter()
+            .any(|d| d.classid == pg_sys::TypeRelationId || d.classid == ATTR_DEFAULT_RELATION_ID)
+}

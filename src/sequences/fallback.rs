@@ -1,0 +1,251 @@
+//! The fallback of a fresh sequence (one that never leased anything: just made, or restored
+//! with `setval(..., false)`): the keys already stored in the columns that take their DEFAULT
+//! from it, which it must not repeat. See `probe` for the search, and README "How it works".
+//!
+//! Which columns: those whose DEFAULT `pg_depend` records as depending on the sequence
+//! (directly or through a domain, see `depend`), with the tables that inherit from theirs
+//! and their partitions. Each is read through a btree index whose first column it is, with
+//! PostgreSQL's own integer ordering or this extension's gdid ordering, index-only: no
+//! expression, predicate, operator class or table access method of anyone's runs, no row is
+//! read, no privilege is involved, and it works the same inside a Citus shard task. A column
+//! without such an index is not read (its keys are not protected: the README says so).
+//! Dead and uncommitted keys count too, which only ever makes the start higher.
+
+use pgrx::pg_sys::{self, Datum, Oid};
+
+use super::depend;
+use crate::gdid::value::{Gdid, SIZE};
+use crate::lease::Lease;
+use crate::snowflake::layout::Layout;
+use crate::{pgcompat, probe};
+
+/// What the keys of a column are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keys {
+    Bigint,
+    Gdid,
+}
+
+/// The first millisecond (since the layout's epoch) after every stored key of node `node`
+/// from millisecond `from_ms` on, over every column of sequence `seq`.
+pub fn snowflake_floor(seq: Oid, layout: &Layout, node: u32, from_ms: u64) -> Option<u64> {
+    columns(seq)
+        .into_iter()
+        .filter_map(|(rel, attnum)| {
+            let mut index = IndexProbe::open(rel, attnum, Keys::Bigint)?;
+            probe::snowflake_floor(layout, node, from_ms, |bound| {
+                index
+                    .max_at_most(Datum::from(bound))
+                    .map(|d| d.value() as i64)
+            })
+        })
+        .max()
+}
+
+/// The lease that covers every stored key of authority `authority` over every column of
+/// sequence `seq`.
+pub fn gdid_floor(seq: Oid, authority: u8) -> Option<Lease> {
+    columns(seq)
+        .into_iter()
+        .filter_map(|(rel, attnum)| {
+            let mut index = IndexProbe::open(rel, attnum, Keys::Gdid)?;
+            probe::gdid_floor(authority, |bound| {
+                let bytes = bound.to_bytes();
+                let d = Datum::from(bytes.as_ptr());
+                index.max_at_most(d).map(|d| {
+                    // SAFETY: a gdid Datum points at its 12 bytes, copied out of the index tuple.
+                    Gdid::from_bytes(unsafe { &*d.cast_mut_ptr::<[u8; SIZE]>() })
+                })
+            })
+        })
+        .max()
+}
+
+/// The columns to read: (relation with storage, attribute number).
+fn columns(seq: Oid) -> Vec<(Oid, i16)> {
+    let mut found = Vec::new();
+    for c in depend::default_columns(seq) {
+        // SAFETY: catalog lookups; find_all_inheritors returns a List of OIDs (the table
+        // itself first), taking no locks with NoLock.
+        unsafe {
+            let name = pg_sys::get_attname(c.table, c.attnum, true);
+            if name.is_null() {
+                continue;
+            }
+            let all = find_all_inheritors(c.table, pg_sys::NoLock as _, std::ptr::null_mut());
+            let all = pgrx::PgList::<std::ffi::c_void>::from_pg(all);
+            for i in 0..all.len() {
+                let rel = Oid::from(all.get_oid(i).unwrap_or_default().to_u32());
+                let attnum = pg_sys::get_attnum(rel, name);
+                if attnum > 0 && !found.contains(&(rel, attnum)) {
+                    found.push((rel, attnum));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// A btree index whose first column is the column, open for descents.
+struct IndexProbe {
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    scan: pg_sys::IndexScanDesc,
+    procedure: Oid,
+    keys: Keys,
+}
+
+impl IndexProbe {
+    /// The first usable index of column `attnum` of relation `rel`, if it has one.
+    fn open(rel: Oid, attnum: i16, keys: Keys) -> Option<IndexProbe> {
+        // SAFETY: the relation is opened (and locked as any reader locks it) if it still
+        // exists; each candidate index is opened, checked and closed again unless chosen;
+        // every field read is of an open relation.
+        unsafe {
+            let heap = pg_sys::try_relation_open(rel, pg_sys::AccessShareLock as _);
+            if heap.is_null() {
+                return None;
+            }
+            let kind = (*(*heap).rd_rel).relkind as u8;
+            if kind != pg_sys::RELKIND_RELATION && kind != pg_sys::RELKIND_MATVIEW {
+                pg_sys::relation_close(heap, pg_sys::AccessShareLock as _);
+                return None;
+            }
+            let list =
+                pgrx::PgList::<std::ffi::c_void>::from_pg(pg_sys::RelationGetIndexList(heap));
+            for i in 0..list.len() {
+                let Some(oid) = list.get_oid(i) else { continue };
+                let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as _);
+                if let Some(procedure) = usable(index, attnum, keys) {
+                    let scan =
+                        pgcompat::index_beginscan(heap, index, &raw mut pg_sys::SnapshotAnyData, 1);
+                    (*scan).xs_want_itup = true;
+                    return Some(IndexProbe {
+                        heap,
+                        index,
+                        scan,
+                        procedure,
+                        keys,
+                    });
+                }
+                pg_sys::index_close(index, pg_sys::AccessShareLock as _);
+            }
+            pg_sys::relation_close(heap, pg_sys::AccessShareLock as _);
+            None
+        }
+    }
+
+    /// The largest key at most `bound`: one descent of the index, read from the index tuple.
+    fn max_at_most(&mut self, bound: Datum) -> Option<Datum> {
+        // SAFETY: a rescan of the open scan with one key on its first column, the btree
+        // strategy "less or equal" and the operator family's own comparison; walking
+        // backwards, the first entry is the largest at most `bound`. The index tuple of an
+        // index-only scan holds the key, first, at the aligned start of its data (8 bytes
+        // past the header, no null bitmap: a NULL key never satisfies the qualification).
+        unsafe {
+            let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
+            pg_sys::ScanKeyInit(
+                &mut key,
+                1,
+                pg_sys::BTLessEqualStrategyNumber as _,
+                self.procedure,
+                bound,
+            );
+            pg_sys::index_rescan(self.scan, &mut key, 1, std::ptr::null_mut(), 0);
+            let tid =
+                pg_sys::index_getnext_tid(self.scan, pg_sys::ScanDirection::BackwardScanDirection);
+            let itup = (*self.scan).xs_itup;
+            if tid.is_null()
+                || itup.is_null()
+                || (*itup).t_info & pg_sys::INDEX_NULL_MASK as u16 != 0
+            {
+                return None;
+            }
+            let data = itup
+                .cast::<u8>()
+                .add(std::mem::size_of::<pg_sys::IndexTupleData>());
+            Some(match self.keys {
+                Keys::Bigint => Datum::from(data.cast::<i64>().read_unaligned()),
+                Keys::Gdid => {
+                    let copy = pg_sys::palloc(SIZE).cast::<u8>();
+                    std::ptr::copy_nonoverlapping(data, copy, SIZE);
+                    Datum::from(copy)
+                }
+            })
+        }
+    }
+}
+
+impl Drop for IndexProbe {
+    fn drop(&mut self) {
+        // SAFETY: opened in `open`; closed once, keeping the locks to the end of the
+        // transaction as readers do.
+        unsafe {
+            pg_sys::index_endscan(self.scan);
+            pg_sys::index_close(self.index, pg_sys::NoLock as _);
+            pg_sys::relation_close(self.heap, pg_sys::NoLock as _);
+        }
+    }
+}
+
+/// The comparison procedure to descend `index` with, if it is a valid btree index without
+/// predicate whose first column is `attnum` with the standard ordering of `keys`.
+///
+/// # Safety
+/// `index` is an open index.
+unsafe fn usable(index: pg_sys::Relation, attnum: i16, keys: Keys) -> Option<Oid> {
+    // SAFETY: fields of an open index relation; catalog lookups.
+    unsafe {
+        let form = (*index).rd_index;
+        let first = *(*form).indkey.values.as_ptr();
+        let btree = (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID;
+        if !btree || !(*form).indisvalid || first != attnum {
+            return None;
+        }
+        if !pg_sys::RelationGetIndexPredicate(index).is_null() {
+            return None;
+        }
+        let family = *(*index).rd_opfamily;
+        let input = *(*index).rd_opcintype;
+        match keys {
+            Keys::Bigint if family == pg_sys::INTEGER_BTREE_FAM_OID && input == pg_sys::INT8OID => {
+                Some(Oid::from(pg_sys::F_INT8LE))
+            }
+            Keys::Gdid
+                if is_ours(pg_sys::TypeRelationId, input)
+                    && is_ours(OPERATOR_FAMILY_RELATION_ID, family) =>
+            {
+                let op = pg_sys::get_opfamily_member(
+                    family,
+                    input,
+                    input,
+                    pg_sys::BTLessEqualStrategyNumber as _,
+                );
+                (op != pg_sys::InvalidOid).then(|| pg_sys::get_opcode(op))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// pg_opfamily's catalog OID (catalog/pg_opfamily.h).
+const OPERATOR_FAMILY_RELATION_ID: Oid = Oid::from_u32(2753);
+
+/// Whether object `oid` of catalog `class` belongs to this extension (the type gdid, its
+/// operator family gdid_ops: comparisons of its own).
+fn is_ours(class: Oid, oid: Oid) -> bool {
+    // SAFETY: catalog lookups.
+    unsafe {
+        let ext = pg_sys::get_extension_oid(c"snowflake_id".as_ptr(), true);
+        ext != pg_sys::InvalidOid && pg_sys::getExtensionOfObject(class, oid) == ext
+    }
+}
+
+unsafe extern "C-unwind" {
+    // catalog/pg_inherits.h; not in pgrx's bindings.
+    fn find_all_inheritors(
+        parent: Oid,
+        lockmode: pg_sys::LOCKMODE,
+        numparents: *mut *mut pg_sys::List,
+    ) -> *mut pg_sys::List;
+}
