@@ -37,7 +37,7 @@ dist:            ## the source archive PGXN takes, .build/snowflake_id-VERSION.z
 	bash scripts/dist.sh
 
 install:         ## build and install into Debian's PostgreSQL 15
-	bash scripts/setup.sh && bash scripts/install.sh
+	bash scripts/setup_demo.sh && bash scripts/install.sh
 
 lint:            ## formatting, clippy (PostgreSQL 15, 17 and 18 builds), module layering, as the code habits require
 	cargo fmt --check && cargo clippy --release --all-targets -- -D warnings && \
