@@ -1,14 +1,29 @@
-# The two commands of the README, and a few helpers. Each installs what it needs.
-.PHONY: demo demo-stop test bench bench-insert bench-gdid bench-detection bench-table fuzz install lint package dist
+# The two commands of the README, and a few helpers. Each installs what it needs. `make`
+# alone lists them (make help).
+.PHONY: help demo demo-stop test check regress cluster bench bench-insert bench-gdid bench-detection bench-table fuzz install lint package dist
+.DEFAULT_GOAL := help
+PG ?= 15
 
-demo:            ## build, install, start a local PostgreSQL 15 with snowflake_id, show it working
+help:            ## this list
+	@grep -E '^[a-z-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | sed 's/:[^#]*## /\t/' | expand -t 18
+
+demo:            ## install what the demo needs, build, start a local PostgreSQL 15 with snowflake_id, show it working
 	bash scripts/demo.sh start
 
 demo-stop:       ## stop the demo server and remove its data
 	bash scripts/demo.sh stop
 
-test:            ## the whole test suite: cargo test, pg_regress, cluster tests
+test:            ## the whole test suite: lint, cargo test, pg_regress, cluster tests, packages; what CI runs
 	bash scripts/test.sh
+
+check:           ## the quick loop: lint, cargo test, the build installed into PostgreSQL 15 and pg_regress on it
+	bash scripts/dev.sh check
+
+regress:         ## one pg_regress file: make regress T=decode [PG=18] (tests/pg_regress/sql/T.sql)
+	PG=$(PG) bash scripts/dev.sh regress "$(T)"
+
+cluster:         ## one cluster test: make cluster T=concurrency [PG=17] (tests/cluster/T.sh)
+	PG=$(PG) bash scripts/dev.sh cluster "$(T)"
 
 bench:           ## every generator against nextval, uuids and a bare loop, PostgreSQL 15 and 18; a chart
 	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && \
@@ -37,7 +52,7 @@ dist:            ## the source archive PGXN takes, .build/snowflake_id-VERSION.z
 	bash scripts/dist.sh
 
 install:         ## build and install into Debian's PostgreSQL 15
-	bash scripts/setup.sh && bash scripts/install.sh
+	bash scripts/setup_demo.sh && bash scripts/install.sh
 
 lint:            ## formatting, clippy (PostgreSQL 15, 17 and 18 builds), module layering, as the code habits require
 	cargo fmt --check && cargo clippy --release --all-targets -- -D warnings && \

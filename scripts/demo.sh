@@ -4,6 +4,9 @@
 # Running `make demo` again rebuilds and restarts from scratch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Debian's PostgreSQL 15, whatever PG_CONFIG the caller has: the demo needs nothing else.
+export PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+unset PG_BINDIR
 source scripts/pgcluster.sh
 
 DEMO_DIR=${DEMO_DIR:-/tmp/snowflake_id_demo}
@@ -28,7 +31,7 @@ start) ;;
 esac
 
 mkdir -p .build
-bash scripts/setup.sh
+bash scripts/setup_demo.sh
 stop # a running server must not have the library replaced under it
 bash scripts/install.sh
 pg_init "$DEMO_DIR" "$DEMO_PORT" \
@@ -71,9 +74,14 @@ SELECT id, gdid_to_hex(id), gdid_compress(id), pg_column_size(id) AS bytes, item
 SELECT * FROM gdid_sequences;
 SQL
 
+# What the server says it is (not pg_config: Debian's /usr/bin/pg_config answers for the newest
+# major installed).
+server=$(pg_psql "$DEMO_DIR" -d postgres -At -F '|' -c \
+    "SELECT current_setting('server_version'), current_setting('port'), current_setting('unix_socket_directories')")
+IFS='|' read -r version port socket <<<"$server"
 cat <<MSG
 
-The demo server is running (PostgreSQL $(pg_config --version | awk '{print $2}'), port $DEMO_PORT, data in $DEMO_DIR).
-Connect:  psql -h $DEMO_DIR -p $DEMO_PORT -U postgres postgres
+The demo server is running: PostgreSQL $version, port $port, socket directory $socket, data in $DEMO_DIR/data.
+Connect:  psql -h $socket -p $port -U postgres postgres
 Stop:     make demo-stop
 MSG

@@ -1,22 +1,21 @@
 #!/usr/bin/env bash
-# Installs what building and testing need, on Debian 12 as root. Idempotent: every step
-# checks first and does nothing when its part is already there.
+# Installs what the tests, the benchmarks and the packages need, on Debian 12 as root: what
+# scripts/setup_demo.sh installs for the demo (Debian's PostgreSQL 15, cargo-pgrx), then the
+# packages only tests use, PostgreSQL 17, 18 and 15.18 built from source, pg_partman 5, and
+# `cargo pgrx init` for 15, 17 and 18. Idempotent: every step checks first and does nothing
+# when its part is already there.
 set -euo pipefail
 source "$(dirname "$0")/pgversions.sh"
+bash "$(dirname "$0")/setup_demo.sh"
 
-PGRX_VERSION=0.18.1
-PG_MAJOR=15
 packages=(
-    "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR"  # server, headers, pg_config, pgxs
-    "postgresql-$PG_MAJOR-pglogical"                         # active-active test with pglogical
-    "postgresql-$PG_MAJOR-partman"                           # pg_partman 4 (partitions by ID)
-    "postgresql-$PG_MAJOR-auto-failover" pg-auto-failover-cli # failover under pg_auto_failover
-    patroni etcd-server                                      # failover under Patroni
-    libclang-dev clang                                       # bindgen, for pgrx's bindings
-    pkg-config build-essential                               # the C side of the build
-    sudo faketime curl ca-certificates                       # pgrx test runner; cluster tests
-    unzip                                                    # make dist checks its archive
-    gnuplot-nox                                              # the benchmark chart
+    postgresql-15-pglogical                          # active-active test with pglogical
+    postgresql-15-partman                            # pg_partman 4 (partitions by ID)
+    postgresql-15-auto-failover pg-auto-failover-cli # failover under pg_auto_failover
+    patroni etcd-server                              # failover under Patroni
+    sudo faketime curl                               # pgrx test runner; cluster tests
+    unzip                                            # make dist checks its archive
+    gnuplot-nox                                      # the benchmark chart
 )
 
 missing=()
@@ -29,17 +28,11 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# Debian's package starts a cluster of its own on port 5432; this project never uses it.
 
 if ! command -v cargo >/dev/null; then
     [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 fi
 command -v cargo >/dev/null || { echo "setup: cargo (Rust) is required" >&2; exit 1; }
-
-if [ "$(cargo pgrx --version 2>/dev/null | awk '{print $2}')" != "$PGRX_VERSION" ]; then
-    echo "setup: installing cargo-pgrx $PGRX_VERSION (about 4 minutes)"
-    cargo install cargo-pgrx --version "$PGRX_VERSION" --locked --quiet
-fi
 
 # PostgreSQL 17 and 18 from Debian's source packages, and the 15.18 that pg_upgrade tests
 # start from: built once (about 3 minutes each on 2 cores), then found in place.

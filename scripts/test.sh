@@ -3,10 +3,19 @@
 # and 18 in turn, the installed extension under pg_regress and the multi-instance cluster
 # tests; then what spans majors (pg_upgrade from one to another) and the Debian packages.
 # Prints "N passed, N failed" at the end.
+#
+# It leaves the machine as it found it (scripts/machine.sh): a running demo is stopped while
+# it runs and started again at the end, the extension's installed files are put back as they
+# were; where that cannot be (another server has the library loaded), it refuses to start.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .build
+source scripts/machine.sh
+machine_check || exit 1
 bash scripts/setup.sh || exit 1
+trap machine_restore EXIT # also when a step fails or the run is interrupted
+machine_keep || exit 1
+export MACHINE_KEPT=1
 
 passed=0
 failed=0
@@ -27,7 +36,6 @@ step() {
 source scripts/pgversions.sh
 step "lint (rustfmt, clippy on PostgreSQL 15, 17 and 18)" make --no-print-directory lint
 step "unit and property tests (cargo test)" cargo test --release --lib --quiet
-bash scripts/demo.sh stop >/dev/null 2>&1 || true  # never install under a running server
 for pg_config in "${PG_CONFIGS[@]}"; do
     pg=$(pg_major_of "$pg_config")
     export PG_CONFIG=$pg_config
@@ -52,12 +60,15 @@ for t in tests/cluster/*.sh; do
     step "cluster: $(basename "$t" .sh) (across majors)" bash "$t"
 done
 # Last, as it removes what the builds installed: each major's Debian package, installed,
-# checked with pg_regress and removed.
-for pg_config in "${PG_CONFIGS[@]}"; do
+# checked with pg_regress and removed; on 15 with a demo running, which must still answer,
+# and the installed files back, afterwards (tests/machine_state.sh).
+step "package, with a demo running: install, installcheck, remove (PostgreSQL 15)" bash tests/machine_state.sh
+for pg_config in "$PG17_CONFIG" "$PG18_CONFIG"; do
     step "package: install, installcheck, remove (PostgreSQL $(pg_major_of "$pg_config"))" \
         env PG_CONFIG="$pg_config" bash tests/packages.sh
 done
 step "dist: the PGXN archive and its META.json" bash scripts/dist.sh
+step "the machine as it was: installed files back, a demo that ran running again" machine_restore
 
 echo
 echo "$passed passed, $failed failed"

@@ -37,7 +37,11 @@ for script in sql/snowflake_id--*.sql; do
 done
 echo "ok: $(basename "$deb"), $(du -k "$deb" | cut -f1) KiB, $(grep -c . <<<"$contents") entries"
 
-# What a build from the tree installed goes; the package brings its own.
+# What a build from the tree installed goes; the package brings its own. Not from under a
+# server that has the library loaded (scripts/machine.sh; make test stops the demo first).
+source scripts/machine.sh
+[ -z "$(machine_users "$("$PG_CONFIG" --pkglibdir)")" ] ||
+    fail "running servers have $("$PG_CONFIG" --pkglibdir)/snowflake_id.so loaded: $(machine_users "$("$PG_CONFIG" --pkglibdir)")"
 rm -f "$("$PG_CONFIG" --pkglibdir)/snowflake_id.so" "$("$PG_CONFIG" --sharedir)"/extension/snowflake_id*
 export DEBIAN_FRONTEND=noninteractive
 apt-get install -y -qq "$deb" >/dev/null 2>&1 || apt-get install -y "$deb" || fail "apt-get install failed"
