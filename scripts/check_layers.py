@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Checks the shape of src/: modules marked PURE import nothing of pgrx and only other PURE
-modules (so nothing of PostgreSQL reaches them through another module either), and no two
-modules import each other, directly or through others (dependencies run one way, README
-"Layout of the source"). Run by `make lint`."""
+"""Checks the shape of src/: every module under src/core/ is marked PURE; modules marked PURE
+import nothing of pgrx and only other PURE modules (so nothing of PostgreSQL reaches them
+through another module either), and no two modules import each other, directly or through
+others (dependencies run one way, CONTRIBUTING.md "Layout of the source"). Run by
+`make lint`."""
 import collections
 import os
 import re
@@ -70,6 +71,10 @@ for module, text in sources.items():
         target = resolve(module, path)
         if target and target != module and not module.startswith(target + "::") and target != "crate":
             graph[module].add(target)
+
+for module in sorted(sources):
+    if (module == "core" or module.startswith("core::")) and module not in pure:
+        problems.append(f"{module} is in src/core/ but not marked PURE")
 
 for module in sorted(pure):
     for target in sorted(graph[module]):

@@ -15,10 +15,10 @@ use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::pg_guard;
 use pgrx::pg_sys;
 
-use crate::errors::{error, Code};
-use crate::plain_decimal;
-use crate::snowflake::epoch::{parse_epoch, DEFAULT_EPOCH};
-use crate::snowflake::layout::{Layout, DEFAULT_NODE_BITS, MAX_NODE_BITS, MIN_NODE_BITS};
+use crate::core::plain_decimal;
+use crate::core::snowflake::epoch::{parse_epoch, DEFAULT_EPOCH};
+use crate::core::snowflake::layout::{Layout, DEFAULT_NODE_BITS, MAX_NODE_BITS, MIN_NODE_BITS};
+use crate::pg::errors::{error, Code};
 
 /// The value of `snowflake.node_id` and `gdid.authority` until they are set.
 const UNSET: &CStr = c"-1";

@@ -19,7 +19,7 @@ use std::ffi::{c_char, c_int, c_void};
 use pgrx::pg_guard;
 use pgrx::pg_sys::{self, Oid};
 
-use crate::{detection, errors, guc, legacy, node, sequences, shmem};
+use crate::{detection, guc, legacy, node, pg::errors, pg::shmem, sequences};
 
 static mut PREV_PROCESS_UTILITY_HOOK: pg_sys::ProcessUtility_hook_type = None;
 static mut PREV_OBJECT_ACCESS_HOOK: pg_sys::object_access_hook_type = None;

@@ -12,10 +12,10 @@ use std::ffi::{c_char, c_int, CStr};
 
 use pgrx::pg_sys;
 
-use crate::errors::{self, error, Code};
+use crate::core::plain_decimal;
+use crate::core::snowflake::layout::DEFAULT_NODE_BITS;
 use crate::guc::{self, Server};
-use crate::plain_decimal;
-use crate::snowflake::layout::DEFAULT_NODE_BITS;
+use crate::pg::errors::{self, error, Code};
 
 /// After each utility statement (see `hooks`): warns when an `ALTER SYSTEM` left a node
 /// number the node bits cannot hold.

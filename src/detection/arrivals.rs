@@ -24,14 +24,14 @@ use std::rc::Rc;
 
 use pgrx::pg_sys::{self, Datum, Oid};
 
-use super::generating::{self, Holds};
-use crate::errors::{self, error, Code};
-use crate::fmgr::Call;
-use crate::gdid::datum;
+use crate::detection::generating::{self, Holds};
 use crate::guc;
-use crate::spi;
+use crate::pg::errors::{self, error, Code};
+use crate::pg::spi;
+use crate::sql::fmgr::Call;
+use crate::sql::gdid_datum as datum;
 
-use super::sightings::What;
+use crate::core::sightings::What;
 
 /// The generating columns of one table, and the relations whose change makes them stale.
 struct Columns {
@@ -93,7 +93,7 @@ pub fn fired(call: Call<'_>) -> Datum {
     }
     let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
     if op == pg_sys::TRIGGER_EVENT_INSERT || op == pg_sys::TRIGGER_EVENT_DELETE {
-        if let Some(origin) = super::counted_origin().filter(|_| !copying()) {
+        if let Some(origin) = crate::detection::counted_origin().filter(|_| !copying()) {
             row(relation, tuple, origin, op == pg_sys::TRIGGER_EVENT_DELETE);
         }
     }
@@ -153,7 +153,7 @@ fn row(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, origin: u16, delete
         if deleted {
             recently_deleted().remember(value);
         } else if !recently_deleted().take(value) {
-            super::count(what, number, origin);
+            crate::detection::count(what, number, origin);
         }
     }
 }

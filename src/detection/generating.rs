@@ -11,8 +11,8 @@ use std::ffi::CString;
 
 use pgrx::pg_sys::{self, Oid};
 
-use crate::errors;
-use crate::spi::Connection;
+use crate::pg::errors;
+use crate::pg::spi::Connection;
 
 /// What a column holds, by its type (a domain counts as its base type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

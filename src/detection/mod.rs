@@ -19,15 +19,14 @@ use std::ffi::{c_char, CStr};
 
 use pgrx::pg_sys;
 
-use crate::errors::{error, Code};
+use crate::pg::errors::{error, Code};
 pub mod arrivals;
 pub mod generating;
-pub mod sightings;
 pub mod watch;
 
-use crate::wallclock;
-use crate::{guc, shmem};
-use sightings::{Conflict, Key, Own, What, FLUSH_MS, THIS_SERVER};
+use crate::core::sightings::{Conflict, Key, Own, What, FLUSH_MS, THIS_SERVER};
+use crate::core::wallclock;
+use crate::{guc, pg::shmem};
 
 /// How many runs a worker keeps counting at once before adding the oldest to the table.
 const MAX_PENDING: usize = 8;

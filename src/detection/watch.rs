@@ -30,9 +30,9 @@ use std::ffi::{c_int, CString};
 
 use pgrx::pg_sys::{self, Oid};
 
-use super::generating;
-use crate::errors;
-use crate::spi::{self, Connection};
+use crate::detection::generating;
+use crate::pg::errors;
+use crate::pg::spi::{self, Connection};
 
 /// The base of the trigger's name; PostgreSQL appends the trigger's OID to an internal one.
 const TRIGGER_NAME: &std::ffi::CStr = c"snowflake_arrivals";

@@ -17,14 +17,14 @@ use std::ffi::CString;
 
 use pgrx::pg_sys::{self, Datum, FunctionCallInfo};
 
-use super::store::Store;
-use crate::errors::{error, Code};
-use crate::identity::Kind;
-use crate::lease;
+use crate::core::identity::Kind;
+use crate::core::lease;
+use crate::core::snowflake::layout::Layout;
+use crate::legacy::store::Store;
+use crate::pg::errors::{error, Code};
 use crate::sequences::defaults::{self, Making};
 use crate::sequences::{catalog, durable, resolve};
-use crate::snowflake::layout::Layout;
-use crate::{lookup, spi};
+use crate::{pg::spi, sequences::lookup};
 
 /// `snowflake_id_adopt_sequences() RETURNS integer`: how many sequences the lease file gave.
 ///
@@ -33,7 +33,7 @@ use crate::{lookup, spi};
 #[no_mangle]
 pub unsafe extern "C" fn snowflake_id_adopt_sequences(fcinfo: FunctionCallInfo) -> Datum {
     // SAFETY: a V1 call; the body runs inside the sqlfn boundary.
-    unsafe { crate::sqlfn::run(fcinfo, 0, false, |_| Datum::from(adopt())) }
+    unsafe { crate::sql::sqlfn::run(fcinfo, 0, false, |_| Datum::from(adopt())) }
 }
 
 const _: () = {

@@ -25,8 +25,8 @@
 //! A record is 256 bytes at a 256-byte-aligned offset, so it never straddles a 512-byte
 //! sector: like `pg_control`, it is written whole or not at all.
 
-use crate::identity::{CreationLayout, Kind, SequenceName};
-use crate::lease::Lease;
+use crate::core::identity::{CreationLayout, Kind, SequenceName};
+use crate::core::lease::Lease;
 
 pub const RECORD_SIZE: usize = 256;
 
@@ -189,7 +189,7 @@ const CRC_TABLE: [u32; 256] = {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testrng::Rng;
+    use crate::core::testrng::Rng;
 
     fn sample(rng: &mut Rng) -> LeaseRecord {
         let len = 1 + rng.below(MAX_KEY_LEN as u64) as usize;

@@ -9,7 +9,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::record::{Corrupt, LeaseRecord, OwnedKey, RECORD_SIZE};
+use crate::legacy::record::{Corrupt, LeaseRecord, OwnedKey, RECORD_SIZE};
 
 /// Relative to the data directory.
 pub const DIR: &str = "snowflake_id";
@@ -157,8 +157,8 @@ fn sync_dir(dir: Option<&Path>) -> io::Result<()> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::identity::{CreationLayout, Kind};
-    use crate::lease::Lease;
+    use crate::core::identity::{CreationLayout, Kind};
+    use crate::core::lease::Lease;
 
     pub fn record(name: &str, end: u64) -> LeaseRecord {
         LeaseRecord {

@@ -13,9 +13,9 @@ use std::path::Path;
 use pgrx::pg_guard;
 use pgrx::pg_sys;
 
-use super::record::{LeaseRecord, RECORD_SIZE};
-use super::store::Store;
-use crate::errors::{self, error, Code};
+use crate::legacy::record::{LeaseRecord, RECORD_SIZE};
+use crate::legacy::store::Store;
+use crate::pg::errors::{self, error, Code};
 
 const RM_ID: pg_sys::RmgrId = pg_sys::RM_EXPERIMENTAL_ID as pg_sys::RmgrId;
 

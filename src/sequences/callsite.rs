@@ -9,11 +9,11 @@
 
 use pgrx::pg_sys::{self, Oid};
 
-use super::resolve::{self, Resolved};
-use crate::fmgr::{self, Call};
-use crate::identity::MAX_NAME_LEN;
-use crate::pgcompat;
-use crate::registry::SlotRef;
+use crate::core::identity::MAX_NAME_LEN;
+use crate::core::registry::SlotRef;
+use crate::pg::pgcompat;
+use crate::sequences::resolve::{self, Resolved};
+use crate::sql::fmgr::{self, Call};
 
 /// Longest run of names: a gdid scope and sequence, each after its length byte.
 const NAMES_LEN: usize = 2 * (MAX_NAME_LEN + 1);

@@ -15,10 +15,10 @@ use std::ffi::{CStr, CString};
 
 use pgrx::pg_sys::{self, Oid};
 
-use crate::errors::{error, Code};
-use crate::identity::{CreationLayout, Kind, RelationName};
-use crate::snowflake::layout::{Layout, MAX_NODE_BITS, MIN_NODE_BITS, OWN_TIME_BITS};
-use crate::{pgcompat, spi};
+use crate::core::identity::{CreationLayout, Kind, RelationName};
+use crate::core::snowflake::layout::{Layout, MAX_NODE_BITS, MIN_NODE_BITS, OWN_TIME_BITS};
+use crate::pg::errors::{error, Code};
+use crate::{pg::pgcompat, pg::spi};
 
 /// The schema of a kind in the current database.
 #[derive(Debug, Clone, Copy)]
@@ -294,7 +294,7 @@ pub unsafe fn getstruct<T>(tuple: pg_sys::HeapTuple) -> *mut T {
 pub fn described(kind: Kind, relid: Oid) -> String {
     let name = relation_name(relid).and_then(|n| RelationName::from_bytes(&n));
     match name {
-        Some(n) => crate::dbtext::DbText(&qualified_name(kind, &n)).to_string(),
+        Some(n) => crate::core::dbtext::DbText(&qualified_name(kind, &n)).to_string(),
         None => format!("{kind}.?"),
     }
 }

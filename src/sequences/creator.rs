@@ -18,12 +18,12 @@ use std::ffi::{c_char, CStr};
 
 use pgrx::pg_sys::{self, Datum, Oid};
 
-use super::catalog::{self, Schema};
-use crate::errors::{self, error, Code};
-use crate::identity::{Kind, RelationName, SequenceName, MAX_NAME_LEN};
-use crate::pgcompat;
-use crate::snowflake::layout::Layout;
-use crate::spi;
+use crate::core::identity::{Kind, RelationName, SequenceName, MAX_NAME_LEN};
+use crate::core::snowflake::layout::Layout;
+use crate::pg::errors::{self, error, Code};
+use crate::pg::pgcompat;
+use crate::pg::spi;
+use crate::sequences::catalog::{self, Schema};
 
 /// What caller and worker exchange. Written by the caller before the worker starts, the
 /// outcome by the worker before it exits (and read by the caller after that).
@@ -59,7 +59,7 @@ impl Text {
 
     fn get(&self) -> Option<String> {
         let s = &self.bytes[..(self.len as usize).min(self.bytes.len())];
-        (!s.is_empty()).then(|| crate::dbtext::DbText(s).to_string())
+        (!s.is_empty()).then(|| crate::core::dbtext::DbText(s).to_string())
     }
 }
 
@@ -149,7 +149,7 @@ pub fn create_autonomously(kind: Kind, name: &RelationName, layout: &Layout) {
                 format!(
                     "could not start a background worker to create {} sequence \"{}\"",
                     kind,
-                    crate::dbtext::DbText(name.as_bytes())
+                    crate::core::dbtext::DbText(name.as_bytes())
                 ),
             )
             .detail("New sequences are made by a background worker, in a transaction of their own.")
@@ -179,7 +179,7 @@ pub fn create_autonomously(kind: Kind, name: &RelationName, layout: &Layout) {
                 Code::ERRCODE_INTERNAL_ERROR,
                 format!(
                     "the background worker creating {kind} sequence \"{}\" ended without a word",
-                    crate::dbtext::DbText(name.as_bytes())
+                    crate::core::dbtext::DbText(name.as_bytes())
                 ),
             )
             .detail(if status == pg_sys::BgwHandleStatus::BGWH_POSTMASTER_DIED {

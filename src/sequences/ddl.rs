@@ -11,11 +11,11 @@ use std::cell::UnsafeCell;
 
 use pgrx::pg_sys::{self, Oid};
 
-use super::defaults::{self, Making};
-use super::depend::ATTR_DEFAULT_RELATION_ID;
-use crate::errors::{error, Code};
-use crate::identity::Kind;
-use crate::lookup;
+use crate::core::identity::Kind;
+use crate::pg::errors::{error, Code};
+use crate::sequences::defaults::{self, Making};
+use crate::sequences::depend::ATTR_DEFAULT_RELATION_ID;
+use crate::sequences::lookup;
 
 /// What the object access hook has seen during the current statement.
 #[derive(Default)]
@@ -159,7 +159,9 @@ unsafe fn refuse_renaming_a_named_sequence(stmt: *mut pg_sys::Node) {
         Code::ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST,
         format!(
             "cannot rename or move sequence \"{}\" because a DEFAULT names it",
-            crate::dbtext::DbText(&super::catalog::relation_name(relid).unwrap_or_default())
+            crate::core::dbtext::DbText(
+                &crate::sequences::catalog::relation_name(relid).unwrap_or_default()
+            )
         ),
     )
     .detail("The DEFAULT would then name a new sequence, which would start afresh.")

@@ -19,12 +19,12 @@ use std::ffi::{c_void, CString};
 use pgrx::pg_guard;
 use pgrx::pg_sys::{self, Oid};
 
-use super::depend::{self, ATTR_DEFAULT_RELATION_ID};
-use super::{catalog, creator, privileges, resolve};
-use crate::errors::{error, Code};
-use crate::identity::{Kind, SequenceName};
-use crate::snowflake::layout::Layout;
-use crate::spi;
+use crate::core::identity::{Kind, SequenceName};
+use crate::core::snowflake::layout::Layout;
+use crate::pg::errors::{error, Code};
+use crate::pg::spi;
+use crate::sequences::depend::{self, ATTR_DEFAULT_RELATION_ID};
+use crate::sequences::{catalog, creator, privileges, resolve};
 
 /// A sequence name found in a DEFAULT: its kind and names, owned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,7 +242,7 @@ unsafe fn const_text(mut node: *mut pg_sys::Node) -> Option<Vec<u8>> {
         if (*c).constisnull || !text_like {
             return None;
         }
-        Some(crate::fmgr::varlena_bytes((*c).constvalue.cast_mut_ptr()).to_vec())
+        Some(crate::sql::fmgr::varlena_bytes((*c).constvalue.cast_mut_ptr()).to_vec())
     }
 }
 

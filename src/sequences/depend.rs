@@ -4,7 +4,7 @@
 
 use pgrx::pg_sys::{self, Oid};
 
-use super::catalog::getstruct;
+use crate::sequences::catalog::getstruct;
 
 // Fixed OIDs that pgrx's bindings leave out (catalog/pg_attrdef.h, pg_depend.h, pg_type.h).
 pub const ATTR_DEFAULT_RELATION_ID: Oid = Oid::from_u32(2604);

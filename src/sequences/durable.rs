@@ -20,7 +20,7 @@
 
 use pgrx::pg_sys::{self, Datum, Oid};
 
-use crate::shmem::{self, InterruptibleLock};
+use crate::pg::shmem::{self, InterruptibleLock};
 
 /// Waits for the extension lock of the sequence whose cache key hashes to `hash`; the wait
 /// can be cancelled and shows as the wait event `Extension`.

@@ -13,11 +13,11 @@
 
 use pgrx::pg_sys::{self, Datum, Oid};
 
-use super::depend;
-use crate::gdid::value::{Gdid, SIZE};
-use crate::lease::Lease;
-use crate::snowflake::layout::Layout;
-use crate::{pgcompat, probe};
+use crate::core::gdid::value::{Gdid, SIZE};
+use crate::core::lease::Lease;
+use crate::core::snowflake::layout::Layout;
+use crate::sequences::depend;
+use crate::{core::probe, pg::pgcompat};
 
 /// What the keys of a column are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,9 +4,9 @@
 
 use std::ffi::CString;
 
-use super::{catalog, resolve};
-use crate::identity::SequenceName;
-use crate::spi;
+use crate::core::identity::SequenceName;
+use crate::pg::spi;
+use crate::sequences::{catalog, resolve};
 
 /// Drops sequence `name` of the current database (RESTRICT); false if there is none.
 pub fn drop_sequence(name: SequenceName<'_>) -> bool {

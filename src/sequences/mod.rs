@@ -15,5 +15,7 @@ pub mod depend;
 pub mod durable;
 pub mod fallback;
 pub mod lifecycle;
+pub mod lookup;
+pub mod prerequisites;
 pub mod privileges;
 pub mod resolve;

@@ -12,8 +12,8 @@
 
 use pgrx::pg_sys::{self, Oid};
 
-use super::depend;
-use crate::pgcompat;
+use crate::pg::pgcompat;
+use crate::sequences::depend;
 
 fn class_aclcheck(relid: Oid, user: Oid, mode: u32) -> bool {
     // SAFETY: a catalog lookup; an error (the relation dropped meanwhile) is raised as usual.

@@ -13,15 +13,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use pgrx::pg_sys::{self, Oid};
 
-use super::catalog::{self, NotOurs, Opened};
-use super::{creator, privileges};
-use crate::errors::{error, Clipped, Code};
-use crate::identity::{BadName, CreationLayout, Kind, NameError, SequenceName, MAX_NAME_LEN};
-use crate::registry::{Full, Key, SlotRef};
-use crate::shmem::{self, InterruptibleLock};
-use crate::snowflake::epoch::format_utc;
-use crate::snowflake::layout::Layout;
-use crate::{lookup, wallclock};
+use crate::core::identity::{BadName, CreationLayout, Kind, NameError, SequenceName, MAX_NAME_LEN};
+use crate::core::registry::{Full, Key, SlotRef};
+use crate::core::snowflake::epoch::format_utc;
+use crate::core::snowflake::layout::Layout;
+use crate::pg::errors::{error, Clipped, Code};
+use crate::pg::shmem::{self, InterruptibleLock};
+use crate::sequences::catalog::{self, NotOurs, Opened};
+use crate::sequences::{creator, privileges};
+use crate::{core::wallclock, sequences::lookup};
 
 /// What a generator needs of a resolved sequence.
 #[derive(Debug, Clone, Copy)]
@@ -218,7 +218,7 @@ pub fn bad_name(bad: BadName<'_>) -> ! {
             format!("{what} name must not be empty"),
         )
         .raise(),
-        NameError::TooLong if bad.part == crate::identity::NamePart::GdidPair => error(
+        NameError::TooLong if bad.part == crate::core::identity::NamePart::GdidPair => error(
             Code::ERRCODE_NAME_TOO_LONG,
             format!("{what} names starting \"{}\" are too long together", Clipped(bad.name)),
         )

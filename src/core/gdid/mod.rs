@@ -1,0 +1,8 @@
+//! PURE: the gdid half: the 12-byte value, its encodings, counters, a sequence's state.
+
+pub mod compact;
+pub mod counter;
+#[cfg(test)]
+mod fuzz;
+pub mod handle;
+pub mod value;

@@ -1,0 +1,20 @@
+//! PURE: everything that knows nothing of PostgreSQL, so that unit and property tests run it as
+//! it is: the layouts and tick arithmetic, gdid values and their text and compact forms, the
+//! cache of sequences in shared memory as plain atomics, lease arithmetic, the fallback's
+//! search, what replication brought. `scripts/check_layers.py` keeps every module here free of
+//! pgrx and of imports from outside `core`.
+
+pub mod dbtext;
+pub mod epochs;
+pub mod gdid;
+pub mod identity;
+pub mod lease;
+pub mod plain_decimal;
+pub mod probe;
+pub mod registry;
+pub mod sightings;
+pub mod snowflake;
+pub mod wallclock;
+
+#[cfg(test)]
+pub mod testrng;

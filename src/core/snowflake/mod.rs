@@ -1,0 +1,6 @@
+//! PURE: the snowflake half: bit layouts, the epoch, the generator step, a sequence's state.
+
+pub mod clock;
+pub mod epoch;
+pub mod handle;
+pub mod layout;

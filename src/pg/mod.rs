@@ -1,0 +1,8 @@
+//! PostgreSQL plumbing every other part uses: raising and catching errors (`errors`), the
+//! extension's own queries (`spi`), differences between majors (`pgcompat`), the shared-memory
+//! segments and their locks (`shmem`).
+
+pub(crate) mod errors;
+pub(crate) mod pgcompat;
+pub(crate) mod shmem;
+pub(crate) mod spi;

@@ -1,0 +1,341 @@
+//! Shared memory: the cache of sequences and its epochs (see `registry`, `epochs`), its lock
+//! and the lease extension locks (see `sequences::durable`), and the sightings of logical
+//! replication (see `detection`). The cache's size comes from `snowflake.max_sequences` and
+//! the epochs' from the number of backends, so they are requested and attached with
+//! PostgreSQL's hooks directly (`pg_shmem_init!` only sizes Rust types known at compile time).
+//! Nothing is loaded into it at start: sequences enter it as they are used.
+//!
+//! A backend that reaches the table through [`registry`] enters the current epoch for the rest
+//! of its transaction, so that no slot it may hold is reused meanwhile; the end of the
+//! transaction (or of the backend) leaves it.
+
+use std::ffi::c_void;
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+use pgrx::pg_guard;
+use pgrx::pg_sys;
+
+use crate::core::epochs::Epochs;
+use crate::core::registry::{Registry, Slot};
+use crate::core::sightings::Sightings;
+use crate::pg::errors;
+use crate::pg::errors::{error, Code};
+
+static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(null_mut());
+static SIGHTINGS: AtomicPtr<Sightings> = AtomicPtr::new(null_mut());
+/// The tranche's locks: the cache's, then the extension locks.
+static LOCKS: AtomicPtr<pg_sys::LWLockPadded> = AtomicPtr::new(null_mut());
+static SLOT_COUNT: AtomicUsize = AtomicUsize::new(0);
+/// The epoch counter, followed by one entry per backend.
+static EPOCHS: AtomicPtr<AtomicU64> = AtomicPtr::new(null_mut());
+static EPOCH_ENTRIES: AtomicUsize = AtomicUsize::new(0);
+
+static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
+static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
+
+const SEGMENT_NAME: &std::ffi::CStr = c"snowflake_id sequences";
+const EPOCHS_NAME: &std::ffi::CStr = c"snowflake_id epochs";
+const SIGHTINGS_NAME: &std::ffi::CStr = c"snowflake_id sightings";
+const TRANCHE_NAME: &std::ffi::CStr = c"snowflake_id";
+
+fn table_size() -> usize {
+    std::mem::size_of::<Slot>() * SLOT_COUNT.load(Ordering::Relaxed)
+}
+
+/// One epoch entry per process that can have a PGPROC: the backends, the auxiliary processes
+/// (at most 38 in PostgreSQL 18, with its I/O workers) and the prepared transactions.
+fn epoch_entries() -> usize {
+    // SAFETY: plain reads of settings fixed before shared memory is sized.
+    unsafe { (pg_sys::MaxBackends + max_prepared_xacts) as usize + 64 }
+}
+
+unsafe extern "C" {
+    // twophase.h; not in pgrx's bindings.
+    static max_prepared_xacts: std::ffi::c_int;
+}
+
+fn epochs_size() -> usize {
+    size_of::<AtomicU64>() * (1 + epoch_entries())
+}
+
+/// How many lease extension locks there are (see `sequences::durable`): sequences that share
+/// one wait for each other's extensions, which take a WAL flush each.
+pub const STRIPES: usize = 64;
+
+/// How many locks the tranche has: the cache's, then one per extension stripe.
+const LOCK_COUNT: usize = 1 + STRIPES;
+
+/// Installs the hooks for a cache of `slots` sequences. Called from `_PG_init` while
+/// preloading.
+pub fn install_hooks(slots: usize) {
+    SLOT_COUNT.store(slots, Ordering::Relaxed);
+    // SAFETY: _PG_init runs once, single-threaded, in the postmaster; chaining the previous
+    // hooks is how PostgreSQL expects several libraries to share them.
+    unsafe {
+        PREV_SHMEM_REQUEST_HOOK = pg_sys::shmem_request_hook;
+        pg_sys::shmem_request_hook = Some(shmem_request);
+        PREV_SHMEM_STARTUP_HOOK = pg_sys::shmem_startup_hook;
+        pg_sys::shmem_startup_hook = Some(shmem_startup);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn shmem_request() {
+    // SAFETY: called by the postmaster while it sizes shared memory, the one time
+    // RequestAddinShmemSpace is allowed; the outermost Rust frame.
+    unsafe {
+        errors::boundary(|| {
+            if let Some(prev) = PREV_SHMEM_REQUEST_HOOK {
+                prev();
+            }
+            pg_sys::RequestAddinShmemSpace(table_size());
+            pg_sys::RequestAddinShmemSpace(epochs_size());
+            pg_sys::RequestAddinShmemSpace(size_of::<Sightings>());
+            pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), LOCK_COUNT as i32);
+        })
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn shmem_startup() {
+    // SAFETY: ShmemInitStruct is called under AddinShmemInitLock as PostgreSQL requires; the
+    // memory it returns is ours for table_size() bytes, and zeroed memory is an empty table
+    // (registry.rs). Run in the postmaster (and after a crash restart), before any backend;
+    // the outermost Rust frame.
+    unsafe { errors::boundary(|| attach()) }
+}
+
+/// # Safety
+/// Only from the shared-memory startup hook.
+unsafe fn attach() {
+    // SAFETY: see shmem_startup.
+    unsafe {
+        if let Some(prev) = PREV_SHMEM_STARTUP_HOOK {
+            prev();
+        }
+        let size = table_size();
+        let mut found = false;
+        // AddinShmemInitLock is a C macro: &MainLWLockArray[21].lock (lwlocknames.h).
+        let init_lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock;
+        pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+        let ptr = pg_sys::ShmemInitStruct(SEGMENT_NAME.as_ptr(), size, &mut found);
+        if !found {
+            std::ptr::write_bytes(ptr.cast::<u8>(), 0, size);
+        }
+        SLOTS.store(ptr.cast(), Ordering::Release);
+        let mut epochs_found = false;
+        let epochs =
+            pg_sys::ShmemInitStruct(EPOCHS_NAME.as_ptr(), epochs_size(), &mut epochs_found);
+        if !epochs_found {
+            // All-zero: epoch 0, nobody entered (epochs.rs).
+            std::ptr::write_bytes(epochs.cast::<u8>(), 0, epochs_size());
+        }
+        EPOCH_ENTRIES.store(epoch_entries(), Ordering::Relaxed);
+        EPOCHS.store(epochs.cast(), Ordering::Release);
+        let mut sightings_found = false;
+        let sightings = pg_sys::ShmemInitStruct(
+            SIGHTINGS_NAME.as_ptr(),
+            size_of::<Sightings>(),
+            &mut sightings_found,
+        );
+        if !sightings_found {
+            // All-zero is the empty table (sightings.rs).
+            std::ptr::write_bytes(sightings.cast::<u8>(), 0, size_of::<Sightings>());
+        }
+        SIGHTINGS.store(sightings.cast(), Ordering::Release);
+        LOCKS.store(
+            pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr()),
+            Ordering::Release,
+        );
+        pg_sys::LWLockRelease(init_lock);
+    }
+}
+
+/// How long a waiter for one of the extension's locks sleeps between attempts: it wakes at
+/// once for a cancel request, a statement timeout or a terminate, checked after every wait.
+const LOCK_POLL_MS: i64 = 1;
+
+/// One of the extension's locks, held by this backend while the value exists. PostgreSQL
+/// releases it at transaction abort if an error escapes first.
+pub struct InterruptibleLock {
+    lock: *mut pg_sys::LWLock,
+}
+
+impl InterruptibleLock {
+    /// Waits for `lock`. Unlike a plain LWLock wait, the wait can be cancelled
+    /// (`pg_cancel_backend`, `statement_timeout`): a backend queued behind a slow WAL flush
+    /// must not hang with it. Shows as the wait event `Extension` meanwhile.
+    pub fn acquire(lock: *mut pg_sys::LWLock) -> InterruptibleLock {
+        // SAFETY: `lock` is an LWLock of the extension's tranche in shared memory, which
+        // lives as long as the server; a conditional acquire never sleeps. WaitLatch on
+        // MyLatch with a timeout and postmaster-death exit is the standard interruptible wait,
+        // and the interrupt check right after it raises a pending cancel as an ERROR.
+        unsafe {
+            while !pg_sys::LWLockConditionalAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE) {
+                pg_sys::WaitLatch(
+                    pg_sys::MyLatch,
+                    (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH)
+                        as i32,
+                    LOCK_POLL_MS as _,
+                    pg_sys::PG_WAIT_EXTENSION,
+                );
+                pg_sys::ResetLatch(pg_sys::MyLatch);
+                pgrx::check_for_interrupts!();
+            }
+        }
+        InterruptibleLock { lock }
+    }
+}
+
+impl Drop for InterruptibleLock {
+    fn drop(&mut self) {
+        // SAFETY: acquired in `acquire` by this backend and not yet released.
+        unsafe { pg_sys::LWLockRelease(self.lock) };
+    }
+}
+
+/// The tranche's lock `n`.
+fn lock(n: usize) -> *mut pg_sys::LWLock {
+    assert!(n < LOCK_COUNT);
+    // SAFETY: the tranche holds LOCK_COUNT padded LWLocks in shared memory that lives as long
+    // as the server; attached before any backend runs.
+    unsafe { &raw mut (*LOCKS.load(Ordering::Acquire).add(n)).lock }
+}
+
+/// The lock under which sequences enter and leave the cache.
+pub fn cache_lock() -> *mut pg_sys::LWLock {
+    lock(0)
+}
+
+/// The lease extension lock of the sequence whose cache key hashes to `hash` (see
+/// `sequences::durable`).
+pub fn extension_lock(hash: u64) -> *mut pg_sys::LWLock {
+    lock(1 + (hash % STRIPES as u64) as usize)
+}
+
+/// The sightings of logical replication, or `None` when the library was not preloaded.
+#[inline]
+pub fn sightings() -> Option<&'static Sightings> {
+    // SAFETY: NULL, or the zero-initialised Sightings in shared memory, which lives as long
+    // as the process and is only changed through atomics.
+    unsafe { SIGHTINGS.load(Ordering::Acquire).as_ref() }
+}
+
+/// The table for a backend, or `None` when the library was not preloaded. The backend enters
+/// the current epoch, if it has not in this transaction yet (see the module's comment).
+#[inline]
+pub fn registry() -> Option<Registry<'static>> {
+    let registry = unentered_registry()?;
+    if !ENTERED.load(Ordering::Relaxed) {
+        enter();
+    }
+    Some(registry)
+}
+
+/// The table without entering an epoch: for reading statistics that hold no slot across
+/// calls.
+fn unentered_registry() -> Option<Registry<'static>> {
+    let ptr = SLOTS.load(Ordering::Acquire);
+    if ptr.is_null() {
+        return None;
+    }
+    let len = SLOT_COUNT.load(Ordering::Relaxed);
+    // SAFETY: ptr points at `len` initialised slots in shared memory that lives as long as
+    // the process; Slot is Sync and all its mutation goes through atomics.
+    let slots = unsafe { std::slice::from_raw_parts(ptr, len) };
+    Some(Registry::new(slots, epochs()?))
+}
+
+fn epochs() -> Option<Epochs<'static>> {
+    let ptr = EPOCHS.load(Ordering::Acquire);
+    if ptr.is_null() {
+        return None;
+    }
+    let entries = EPOCH_ENTRIES.load(Ordering::Relaxed);
+    // SAFETY: ptr points at 1 + `entries` zero-initialised atomics in shared memory that
+    // lives as long as the process.
+    unsafe {
+        Some(Epochs::new(
+            &*ptr,
+            std::slice::from_raw_parts(ptr.add(1), entries),
+        ))
+    }
+}
+
+/// Whether this backend has entered the current epoch in this transaction. Process-local: a
+/// backend is one thread.
+static ENTERED: AtomicBool = AtomicBool::new(false);
+static CALLBACKS: AtomicBool = AtomicBool::new(false);
+
+/// This process's entry among the epochs: its PGPROC number.
+fn my_entry() -> Option<usize> {
+    #[cfg(feature = "pg15")]
+    // SAFETY: MyProc is NULL or this process's PGPROC.
+    let n = unsafe { pg_sys::MyProc.as_ref().map(|p| p.pgprocno) };
+    #[cfg(not(feature = "pg15"))]
+    // SAFETY: a plain read of a process-global, -1 (INVALID_PROC_NUMBER) without a PGPROC.
+    let n = Some(unsafe { pg_sys::MyProcNumber });
+    n.and_then(|n| usize::try_from(n).ok())
+}
+
+#[cold]
+fn enter() {
+    let Some(epochs) = epochs() else { return };
+    if !my_entry().is_some_and(|me| epochs.enter(me)) {
+        error(
+            Code::ERRCODE_INTERNAL_ERROR,
+            "this process has no entry among the snowflake_id epochs",
+        )
+        .raise();
+    }
+    if !CALLBACKS.swap(true, Ordering::Relaxed) {
+        // SAFETY: registered once per process; the callbacks live as long as it.
+        unsafe {
+            pg_sys::RegisterXactCallback(Some(at_transaction_end), null_mut());
+            pg_sys::before_shmem_exit(Some(at_exit), pg_sys::Datum::from(0));
+        }
+    }
+    ENTERED.store(true, Ordering::Relaxed);
+}
+
+/// Enters the current epoch again, if this backend has entered one: slots evicted since it
+/// first entered may then take new sequences without waiting for its transaction to end.
+/// Only where it holds no slot reference between a check of its generation and its use
+/// (resolving a name): a slot evicted before this call reads as evicted from now on, and
+/// one evicted after waits for this backend again.
+pub fn refresh_epoch() {
+    if ENTERED.load(Ordering::Relaxed) {
+        if let (Some(epochs), Some(me)) = (epochs(), my_entry()) {
+            epochs.enter(me);
+        }
+    }
+}
+
+fn leave() {
+    if ENTERED.swap(false, Ordering::Relaxed) {
+        if let (Some(epochs), Some(me)) = (epochs(), my_entry()) {
+            epochs.exit(me);
+        }
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn at_transaction_end(event: pg_sys::XactEvent::Type, _arg: *mut c_void) {
+    use pg_sys::XactEvent::*;
+    if matches!(
+        event,
+        XACT_EVENT_COMMIT
+            | XACT_EVENT_ABORT
+            | XACT_EVENT_PREPARE
+            | XACT_EVENT_PARALLEL_COMMIT
+            | XACT_EVENT_PARALLEL_ABORT
+    ) {
+        leave();
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn at_exit(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
+    leave();
+}

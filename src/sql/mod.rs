@@ -1,0 +1,18 @@
+//! The SQL face: every SQL function's declaration (`sqlfn`, one per function, checked against
+//! the `CREATE FUNCTION` statements of `snowflake.sql` and `gdid.sql`), the V1 calling
+//! convention (`fmgr`), the thin SQL-facing functions of each kind, and the C symbols of
+//! earlier releases (`compat`).
+
+pub(crate) mod compat;
+pub(crate) mod fmgr;
+pub(crate) mod gdid;
+pub(crate) mod gdid_datum;
+pub(crate) mod gdid_ops;
+pub(crate) mod snowflake;
+pub(crate) mod sqlfn;
+
+/// Every SQL function the library declares, by module (see `sqlfn`): a test compares them
+/// with the scripts.
+#[cfg(test)]
+pub(crate) const SQL_FUNCTIONS: &[&[sqlfn::SqlFunction]] =
+    &[snowflake::FUNCTIONS, gdid::FUNCTIONS, gdid_ops::FUNCTIONS];
