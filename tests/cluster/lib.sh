@@ -287,3 +287,96 @@ ha_asynchronous_figures() {
     lost=$(comm -23 "$HA_DIR/before.ids" "$HA_DIR/now.ids" | wc -l)
     echo "figures: asynchronous: $before keys returned before the kill, $after after it; returned before the kill and missing after the failover: $lost; handed out again after the failover: $again snowflake IDs, $again_g gdids"
 }
+
+# Servers that ran release 0.3.0 before the current one (update_from_0_3.sh,
+# pg_upgrade_majors.sh). 0.3.0 kept each sequence's lease in $PGDATA/snowflake_id/leases
+# and in WAL records of its own; from 0.4.0 every sequence is a sequence relation, and
+# ALTER EXTENSION snowflake_id UPDATE adopts the file's leases into them.
+#
+# release_bindir VERSION [PG_CONFIG]: the bindir of a private copy of that PostgreSQL (default:
+# the one under test) with release VERSION of the extension installed (scripts/old_release.sh:
+# built once, cached under .build/releases). A server started with it runs VERSION; started
+# again with the PostgreSQL's own bindir, the same data directory runs the current release.
+release_bindir() {
+    local config
+    config=$(bash "$(dirname "${BASH_SOURCE[0]}")/../../scripts/old_release.sh" "$1" \
+        "${2:-${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}}") || return 1
+    "$config" --bindir
+}
+
+# The settings of a server of LEGACY_FILL: 13 node bits leave 9 counter bits (512 IDs a
+# millisecond), so that a burst of 5 M IDs runs about 10 s ahead of the clock.
+LEGACY_SETTINGS=("shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 5" "gdid.authority = 5"
+    "snowflake.node_bits = 13" "snowflake.max_clock_ahead = '150s'")
+
+# LEGACY_FILL, for psql on a server running release 0.3.0, in a database without the
+# extension: orders (snowflake key) and invoices (gdid key) filled by their DEFAULTs (every
+# row era 'old'); values handed out and never stored: a run-ahead burst of 5 M snowflake IDs
+# (so that the sequence, and its lease, run about 10 s ahead of the clock, above which more
+# rows are then stored), a block of 100,000 gdids, and two sequences no table names (tickets,
+# billing/vouchers), which only their leases can carry. handed_out keeps the largest value
+# each sequence handed out.
+LEGACY_FILL="CREATE EXTENSION snowflake_id;
+SELECT 1 / (extversion = '0.3.0')::int FROM pg_extension WHERE extname = 'snowflake_id' \\g /dev/null
+CREATE TABLE orders (id snowflake PRIMARY KEY DEFAULT snowflake_next('orders'), era text NOT NULL DEFAULT 'old');
+CREATE TABLE invoices (id gdid PRIMARY KEY DEFAULT gdid_next('billing', 'invoices'), era text NOT NULL DEFAULT 'old');
+CREATE TABLE handed_out (seq text PRIMARY KEY, snowflake_max snowflake, gdid_max gdid);
+INSERT INTO orders SELECT FROM generate_series(1, 5000);
+INSERT INTO invoices SELECT FROM generate_series(1, 5000);
+INSERT INTO handed_out SELECT 'orders', max(id), NULL FROM snowflake_next_batch('orders', 5000000) id;
+INSERT INTO orders SELECT FROM generate_series(1, 2000);
+INSERT INTO handed_out SELECT 'invoices', NULL, max(g) FROM gdid_next_block('billing', 'invoices', 100000) g;
+INSERT INTO invoices SELECT FROM generate_series(1, 2000);
+INSERT INTO handed_out SELECT 'tickets', max(id), NULL FROM snowflake_next_batch('tickets', 1000) id;
+INSERT INTO handed_out SELECT 'vouchers', NULL, max(g) FROM gdid_next_block('billing', 'vouchers', 1000) g;"
+
+# legacy_check NAME DIR DB ROWS [stored-only]: in DB of DIR (filled by LEGACY_FILL, now at the
+# current release), ROWS more rows of each table with era 'new' (0: rows made otherwise), then:
+# every key unique, every new key above every old one and above every value the old release
+# handed out (stored-only: above the stored ones only, for a copy that carried no lease), and
+# the next value of tickets and billing/vouchers above theirs. Prints a figures line.
+legacy_check() {
+    local name=$1 dir=$2 db=$3 rows=$4 scope=${5:-} got
+    lq() { pg_psql "$dir" -d "$db" -Atc "$1"; }
+    lis() {
+        got=$(lq "$1") || fail "$name: $1 failed"
+        [ "$got" = "$2" ] || fail "$name ($db): $1: expected $2, got $got"
+    }
+    lis "SELECT extversion FROM pg_extension WHERE extname = 'snowflake_id'" \
+        "$(sed -n 's/^version = "\(.*\)"/\1/p' "$(dirname "${BASH_SOURCE[0]}")/../../Cargo.toml")"
+    if [ "$rows" -gt 0 ]; then
+        lq "INSERT INTO orders (era) SELECT 'new' FROM generate_series(1, $rows)" >/dev/null &&
+            lq "INSERT INTO invoices (era) SELECT 'new' FROM generate_series(1, $rows)" >/dev/null ||
+            fail "$name ($db): inserting with the defaults failed (a duplicate key: a sequence started below the old keys)"
+    fi
+    lis "SELECT count(*) FILTER (WHERE era = 'new') > 0 AND count(*) = count(DISTINCT id) FROM orders" t
+    lis "SELECT count(*) FILTER (WHERE era = 'new') > 0 AND count(*) = count(DISTINCT id) FROM invoices" t
+    lis "SELECT min(id) FILTER (WHERE era = 'new') > max(id) FILTER (WHERE era = 'old') FROM orders" t
+    lis "SELECT min(id) FILTER (WHERE era = 'new') > max(id) FILTER (WHERE era = 'old') FROM invoices" t
+    if [ "$scope" != stored-only ]; then
+        lis "SELECT min(id) FILTER (WHERE era = 'new') > (SELECT snowflake_max FROM handed_out WHERE seq = 'orders') FROM orders" t
+        lis "SELECT min(id) FILTER (WHERE era = 'new') > (SELECT gdid_max FROM handed_out WHERE seq = 'invoices') FROM invoices" t
+        lis "SELECT snowflake_next('tickets') > snowflake_max FROM handed_out WHERE seq = 'tickets'" t
+        lis "SELECT gdid_next('billing', 'vouchers') > gdid_max FROM handed_out WHERE seq = 'vouchers'" t
+    fi
+    echo "figures: $name ($db, $(lq "SHOW server_version" | cut -d' ' -f1)):" \
+        "$(lq "SELECT count(*) FILTER (WHERE era = 'old') || ' + ' || count(*) FILTER (WHERE era = 'new') FROM orders") snowflake rows" \
+        "and $(lq "SELECT count(*) FILTER (WHERE era = 'old') || ' + ' || count(*) FILTER (WHERE era = 'new') FROM invoices") gdid rows before + after, none repeated;" \
+        "largest ID handed out $(lq "SELECT round(extract(epoch FROM snowflake_timestamp(snowflake_max) - now())::numeric, 1) FROM handed_out WHERE seq = 'orders'") s ahead of the clock now," \
+        "first new ID $(lq "SELECT round(extract(epoch FROM snowflake_timestamp(min(id) FILTER (WHERE era = 'new')) - snowflake_timestamp((SELECT snowflake_max FROM handed_out WHERE seq = 'orders')))::numeric, 3) FROM orders") s after it;" \
+        "gdid counters: $(lq "SELECT gdid_counter(gdid_max) FROM handed_out WHERE seq = 'invoices'") handed out," \
+        "$(lq "SELECT min(gdid_counter(id)) FILTER (WHERE era = 'new') FROM invoices") first new"
+}
+
+# cleanup_with_jobs: cleanup, after ending the test's background jobs and their children (by
+# their process IDs), so that none writes into the directories cleanup removes. A test with
+# background loops sets it as its trap: trap cleanup_with_jobs EXIT.
+cleanup_with_jobs() {
+    local status=$? pid
+    for pid in $(jobs -p); do
+        pkill -P "$pid" 2>/dev/null || true
+        kill "$pid" 2>/dev/null || true
+    done
+    (exit "$status")
+    cleanup
+}
