@@ -313,9 +313,10 @@ LEGACY_SETTINGS=("shared_preload_libraries = 'snowflake_id'" "snowflake.node_id 
 # extension: orders (snowflake key) and invoices (gdid key) filled by their DEFAULTs (every
 # row era 'old'); values handed out and never stored: a run-ahead burst of 5 M snowflake IDs
 # (so that the sequence, and its lease, run about 10 s ahead of the clock, above which more
-# rows are then stored), a block of 100,000 gdids, and two sequences no table names (tickets,
-# billing/vouchers), which only their leases can carry. handed_out keeps the largest value
-# each sequence handed out.
+# rows are then stored), a block of 100,000 gdids, then more rows, then values above all of
+# them again (so that only the lease knows the largest), and two sequences no table names
+# (tickets, billing/vouchers), which only their leases can carry. handed_out keeps the
+# largest value each sequence handed out.
 LEGACY_FILL="CREATE EXTENSION snowflake_id;
 SELECT 1 / (extversion = '0.3.0')::int FROM pg_extension WHERE extname = 'snowflake_id' \\g /dev/null
 CREATE TABLE orders (id snowflake PRIMARY KEY DEFAULT snowflake_next('orders'), era text NOT NULL DEFAULT 'old');
@@ -323,10 +324,12 @@ CREATE TABLE invoices (id gdid PRIMARY KEY DEFAULT gdid_next('billing', 'invoice
 CREATE TABLE handed_out (seq text PRIMARY KEY, snowflake_max snowflake, gdid_max gdid);
 INSERT INTO orders SELECT FROM generate_series(1, 5000);
 INSERT INTO invoices SELECT FROM generate_series(1, 5000);
-INSERT INTO handed_out SELECT 'orders', max(id), NULL FROM snowflake_next_batch('orders', 5000000) id;
+SELECT count(*) FROM snowflake_next_batch('orders', 5000000) \\g /dev/null
+SELECT count(*) FROM gdid_next_block('billing', 'invoices', 100000) \\g /dev/null
 INSERT INTO orders SELECT FROM generate_series(1, 2000);
-INSERT INTO handed_out SELECT 'invoices', NULL, max(g) FROM gdid_next_block('billing', 'invoices', 100000) g;
 INSERT INTO invoices SELECT FROM generate_series(1, 2000);
+INSERT INTO handed_out SELECT 'orders', max(id), NULL FROM snowflake_next_batch('orders', 1000) id;
+INSERT INTO handed_out SELECT 'invoices', NULL, max(g) FROM gdid_next_block('billing', 'invoices', 1000) g;
 INSERT INTO handed_out SELECT 'tickets', max(id), NULL FROM snowflake_next_batch('tickets', 1000) id;
 INSERT INTO handed_out SELECT 'vouchers', NULL, max(g) FROM gdid_next_block('billing', 'vouchers', 1000) g;"
 
@@ -359,13 +362,18 @@ legacy_check() {
         lis "SELECT snowflake_next('tickets') > snowflake_max FROM handed_out WHERE seq = 'tickets'" t
         lis "SELECT gdid_next('billing', 'vouchers') > gdid_max FROM handed_out WHERE seq = 'vouchers'" t
     fi
+    # The largest value before: stored or handed out (stored only, for stored-only).
+    local sf_before="(SELECT max(id) FROM orders WHERE era = 'old')" g_before="(SELECT max(id) FROM invoices WHERE era = 'old')"
+    if [ "$scope" != stored-only ]; then
+        sf_before="greatest($sf_before, (SELECT snowflake_max FROM handed_out WHERE seq = 'orders'))"
+        g_before="greatest($g_before, (SELECT gdid_max FROM handed_out WHERE seq = 'invoices'))"
+    fi
     echo "figures: $name ($db, $(lq "SHOW server_version" | cut -d' ' -f1)):" \
         "$(lq "SELECT count(*) FILTER (WHERE era = 'old') || ' + ' || count(*) FILTER (WHERE era = 'new') FROM orders") snowflake rows" \
         "and $(lq "SELECT count(*) FILTER (WHERE era = 'old') || ' + ' || count(*) FILTER (WHERE era = 'new') FROM invoices") gdid rows before + after, none repeated;" \
-        "largest ID handed out $(lq "SELECT round(extract(epoch FROM snowflake_timestamp(snowflake_max) - now())::numeric, 1) FROM handed_out WHERE seq = 'orders'") s ahead of the clock now," \
-        "first new ID $(lq "SELECT round(extract(epoch FROM snowflake_timestamp(min(id) FILTER (WHERE era = 'new')) - snowflake_timestamp((SELECT snowflake_max FROM handed_out WHERE seq = 'orders')))::numeric, 3) FROM orders") s after it;" \
-        "gdid counters: $(lq "SELECT gdid_counter(gdid_max) FROM handed_out WHERE seq = 'invoices'") handed out," \
-        "$(lq "SELECT min(gdid_counter(id)) FILTER (WHERE era = 'new') FROM invoices") first new"
+        "the largest ID before ${scope:+($scope) }$(lq "SELECT round(extract(epoch FROM snowflake_timestamp($sf_before) - now())::numeric, 1)") s ahead of the clock now," \
+        "the first after it $(lq "SELECT round(extract(epoch FROM snowflake_timestamp(min(id)) - snowflake_timestamp($sf_before))::numeric, 3) FROM orders WHERE era = 'new'") s later;" \
+        "gdid counters $(lq "SELECT gdid_counter($g_before) || ' -> ' || min(gdid_counter(id)) FROM invoices WHERE era = 'new'")"
 }
 
 # cleanup_with_jobs: cleanup, after ending the test's background jobs and their children (by
@@ -379,4 +387,31 @@ cleanup_with_jobs() {
     done
     (exit "$status")
     cleanup
+}
+
+# open_session NAME DIR [DB]: a psql session on DIR that stays open, fed through a FIFO:
+# send NAME SQL runs SQL in it (errors do not end it), and its output and errors go to
+# $CLUSTER_ROOT/NAME.out; session_pid NAME prints its backend's process ID; close_session
+# NAME ends it. Bounded by a 300 s timeout.
+declare -A SESSION_FD=()
+open_session() {
+    local name=$1 dir=$2 fd
+    mkfifo "$CLUSTER_ROOT/$name.in"
+    timeout 300 "$PG_BINDIR/psql" -X -q -At -h "$dir" -p "$(pg_port_of "$dir")" -U postgres \
+        -d "${3:-postgres}" <"$CLUSTER_ROOT/$name.in" >"$CLUSTER_ROOT/$name.out" 2>&1 &
+    exec {fd}>"$CLUSTER_ROOT/$name.in"
+    SESSION_FD[$name]=$fd
+}
+send() {
+    echo "$2" >&"${SESSION_FD[$1]}"
+}
+session_pid() {
+    send "$1" "SELECT 'backend ' || pg_backend_pid();"
+    wait_until 10 "the backend of session $1" grep -q '^backend ' "$CLUSTER_ROOT/$1.out"
+    sed -n 's/^backend //p' "$CLUSTER_ROOT/$1.out" | head -n 1
+}
+close_session() {
+    local fd=${SESSION_FD[$1]}
+    exec {fd}>&-
+    unset "SESSION_FD[$1]"
 }
