@@ -664,7 +664,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_slot_is_192_bytes_as_documented() {
-        // README and the snowflake.cache_size description quote this size.
+        // The README and docs/how-it-works.md quote this size.
         assert_eq!(std::mem::size_of::<Slot>(), 192);
     }
 

@@ -1,6 +1,6 @@
 //! The fallback of a fresh sequence (one that never leased anything: just made, or restored
 //! with `setval(..., false)`): the keys already stored in the columns that take their DEFAULT
-//! from it, which it must not repeat. See `probe` for the search, and README "How it works".
+//! from it, which it must not repeat. See `probe` for the search, and docs/how-it-works.md, "The fallback".
 //!
 //! Which columns: those whose DEFAULT `pg_depend` records as depending on the sequence
 //! (directly or through a domain, see `depend`), with the tables that inherit from theirs
@@ -8,7 +8,7 @@
 //! PostgreSQL's own integer ordering or this extension's gdid ordering, index-only: no
 //! expression, predicate, operator class or table access method of anyone's runs, no row is
 //! read, no privilege is involved, and it works the same inside a Citus shard task. A column
-//! without such an index is not read (its keys are not protected: the README says so).
+//! without such an index is not read (its keys are not protected: docs/how-it-works.md says so).
 //! Dead and uncommitted keys count too, which only ever makes the start higher.
 
 use pgrx::pg_sys::{self, Datum, Oid};

@@ -5,7 +5,7 @@
 //! results, rows and sets.
 //!
 //! pgrx's `#[pg_extern]` wrapper is not used: besides re-encoding every error message as
-//! UTF-8, it costs more per call than the hot functions themselves (README, "Performance").
+//! UTF-8, it costs more per call than the hot functions themselves (docs/performance.md).
 
 use std::ffi::{c_char, c_int, c_void};
 use std::marker::PhantomData;

@@ -1,5 +1,5 @@
 -- The gdid half of the SQL API. The C symbols are the V1 functions of the same names in
--- src/sql/gdid.rs and src/sql/gdid_ops.rs (comparison and hash). Every object is in the README,
+-- src/sql/gdid.rs and src/sql/gdid_ops.rs (comparison and hash). Every object is in docs/functions.md,
 -- and pg_regress (catalog.sql) lists every function with its markings.
 
 CREATE TYPE gdid;

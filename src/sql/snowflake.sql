@@ -1,5 +1,5 @@
 -- The snowflake half of the SQL API. The C symbols are the V1 functions of the same names in
--- src/sql/snowflake.rs. Every object here is listed in the README, and pg_regress
+-- src/sql/snowflake.rs. Every object here is listed in docs/functions.md, and pg_regress
 -- (catalog.sql) lists every function with its markings.
 --
 -- Volatility follows what a result depends on: the generators are VOLATILE; decoders of the

@@ -3,7 +3,7 @@
 //!
 //! PURE: no pgrx here. Decoders accept exactly what the encoders produce and nothing else.
 //!
-//! # Compact form (README: "Compact encoding")
+//! # Compact form (docs/functions.md: "Compact encoding")
 //!
 //! `era code ++ id code`, both prefix-free and order-preserving, so the concatenation is too:
 //! comparing two encodings bytewise (as bytea does) orders them like the gdids.

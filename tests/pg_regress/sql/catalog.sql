@@ -1,6 +1,6 @@
 -- The extension's objects as the catalog sees them. The SQL declarations are hand-written
 -- (src/sql/snowflake.sql, src/sql/gdid.sql), so this list is what keeps them in step with
--- the code and the README: every function with its volatility (i immutable, s stable,
+-- the code and docs/functions.md: every function with its volatility (i immutable, s stable,
 -- v volatile), strictness, parallel safety (s safe, u unsafe), leakproofness, result,
 -- language, C symbol and privileges.
 SELECT p.oid::regprocedure AS function, p.provolatile AS vol, p.proisstrict AS strict,

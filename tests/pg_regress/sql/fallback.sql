@@ -48,7 +48,7 @@ ALTER TABLE fb_part ATTACH PARTITION fb_part_high FOR VALUES FROM ('1:0:0') TO (
 INSERT INTO fb_part_low VALUES (gdid(0, 6, 90));
 INSERT INTO fb_part DEFAULT VALUES RETURNING id;
 
--- A column without a btree index is not read: its keys are not protected (the README says
+-- A column without a btree index is not read: its keys are not protected (docs/how-it-works.md says
 -- to index a key column, as a key usually is).
 CREATE TABLE fb_no_index (id gdid DEFAULT gdid_next('fb', 'no_index'));
 INSERT INTO fb_no_index VALUES (gdid(0, 6, 99));

@@ -1,6 +1,6 @@
 -- Byte encodings of gdid: the compact, order-preserving form and Azos SlimWriter's LEB128.
 
--- Compact: era code, then authority << 4 | counter length, then the counter (README).
+-- Compact: era code, then authority << 4 | counter length, then the counter (docs/functions.md).
 SELECT g, gdid_compress(g) AS compact, length(gdid_compress(g)) AS bytes,
        gdid_decompress(gdid_compress(g)) = g AS round_trip
   FROM (VALUES (gdid(0, 0, 0)), (gdid(1, 2, 3)), (gdid(127, 15, 16777215)), (gdid(128, 0, 1)),
