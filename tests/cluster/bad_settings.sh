@@ -5,6 +5,9 @@
 # authority 0, colliding silently with the real node 0. Here each such configuration stops
 # the server at start with a FATAL that names the setting; a configuration without a node
 # number or authority starts, but the generators refuse until they are set.
+# snowflake.max_sequences_per_database is obsolete since 0.4.0 (sequences are relations of
+# their databases, without a limit of their own): a valid value is accepted and has no effect,
+# an invalid one is still refused like any other.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -45,6 +48,8 @@ refuses "snowflake.epoch = '1970-01-01 00:00:00+01'" \
     'invalid value for parameter "snowflake.epoch": "1970-01-01 00:00:00+01"'
 refuses "snowflake.max_clock_ahead = '2h'" 'invalid value for parameter "snowflake.max_clock_ahead": "2h"'
 refuses 'snowflake.max_sequences = 0' 'invalid value for parameter "snowflake.max_sequences": "0"'
+refuses 'snowflake.max_sequences_per_database = 0' \
+    'invalid value for parameter "snowflake.max_sequences_per_database": "0"'
 refuses 'snowflake.nodeid = 3' 'unrecognized configuration parameter "snowflake.nodeid"'
 refuses 'gdid.authorty = 3' 'unrecognized configuration parameter "gdid.authorty"'
 
@@ -66,8 +71,12 @@ expect "$db" "SELECT gdid(1, 2, 3)::text" "1:2:3"
 expect "$db" "SELECT gdid_authority(gdid_next('shop', 'orders')) FROM (SELECT set_config('gdid.authority', '9', false)) s" "9"
 pg_stop "$db"
 
-printf '%s\n' 'snowflake.node_id = 17' 'gdid.authority = 3' >"$case_conf"
+printf '%s\n' 'snowflake.node_id = 17' 'gdid.authority = 3' 'snowflake.max_sequences_per_database = 1' >"$case_conf"
 pg_start "$db"
 expect "$db" "SELECT snowflake_node(snowflake_next('orders'))" "17"
 expect "$db" "SELECT gdid_authority(gdid_next('shop', 'orders'))" "3"
+# The obsolete limit of one sequence per database limits nothing.
+expect "$db" "SHOW snowflake.max_sequences_per_database" "1"
+expect "$db" "SELECT count(snowflake_next('more_' || i)) + count(gdid_next('shop', 'more_' || i)) FROM generate_series(1, 3) i" "6"
+expect "$db" "SELECT (SELECT count(*) FROM snowflake_sequences) + (SELECT count(*) FROM gdid_sequences)" "8"
 echo "bad_settings: ok"
