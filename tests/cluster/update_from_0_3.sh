@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# The update from release 0.3.0, as the README tells users to do it: a server ran 0.3.0 (its
+# leases in $PGDATA/snowflake_id/leases and in WAL records of resource manager 128); the
+# package is replaced (here: the same data directory started with the bindir that has the
+# current release, scripts/old_release.sh builds 0.3.0 into a private copy of this
+# PostgreSQL), the server restarts, and ALTER EXTENSION snowflake_id UPDATE runs in every
+# database. Every database was filled by LEGACY_FILL (lib.sh) while the 0.3.0 server's clock
+# ran 90 s ahead (libfaketime; the current release then starts with the right clock): both
+# kinds from DEFAULTs into tables with primary keys, a run-ahead burst that left the
+# snowflake sequence and its lease about 10 s further ahead, values handed out and never
+# stored, sequences no table names. Proved here:
+#
+# 1. live: three sessions keep inserting into both databases while they are updated one
+#    after the other. Until its database is updated every insert is refused with 55000 (the
+#    current library does not generate for a 0.3.0 database), afterwards every one succeeds;
+#    no other error, no duplicate key, and every key made after the update is above every
+#    key and every value handed out before it, per sequence. Then, after a checkpoint, the
+#    lease file is removed (the README's last step) and after a restart generation goes on
+#    above everything, without resource manager 128.
+# 2. crash: kill -9 of the 0.3.0 server right after it generated, then the current release
+#    starts (crash recovery replays 0.3.0's WAL records into the lease file) and the update
+#    adopts: nothing repeats. 0.3.0 writes a lease to the file (fsync) before its WAL record,
+#    so a crash alone leaves the file current; a second case puts back the file as it was at
+#    the last checkpoint (what a base backup taken then holds), so that the leases made since
+#    exist only in the WAL, and replay must bring them.
+# 3. dump: a pg_dump of a 0.3.0 database (taken with 0.3.0's pg_dump from the 0.3.0 server)
+#    restored into a new server of the current release: inserts continue above the restored
+#    keys (the fallback, no lease travels in a 0.3.0 dump), no duplicate key.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+new_bin=$PG_BINDIR
+start=$SECONDS
+old_bin=$(release_bindir 0.3.0) || fail "could not build release 0.3.0"
+echo "figures: release 0.3.0 ready in $((SECONDS - start)) s ($old_bin)"
+settings=("${LEGACY_SETTINGS[@]}" "checkpoint_timeout = '1h'" "max_wal_size = '1GB'")
+
+# legacy_server NAME DBS...: a new server running 0.3.0 (started), its clock 90 s ahead, each
+# of DBS filled by LEGACY_FILL; prints its directory.
+ahead=(FAKETIME=+90s LD_PRELOAD="$FAKETIME_LIB")
+legacy_server() {
+    local dir db
+    dir=$(PG_BINDIR=$old_bin instance "$1" "${settings[@]}")
+    shift
+    PG_BINDIR=$old_bin pg_start "$dir" "${ahead[@]}"
+    for db in "$@"; do
+        PG_BINDIR=$old_bin pg_psql "$dir" -d postgres -qc "CREATE DATABASE $db"
+        PG_BINDIR=$old_bin pg_psql "$dir" -d "$db" -q <<<"$LEGACY_FILL" || fail "filling $db on 0.3.0 failed"
+    done
+    [ -s "$dir/data/snowflake_id/leases" ] || fail "0.3.0 wrote no lease file"
+    echo "$dir"
+}
+
+# update DIR DB: ALTER EXTENSION snowflake_id UPDATE in DB; prints how long it took (ms).
+update() {
+    local t0 t1
+    t0=$(date +%s%N)
+    pg_psql "$1" -d "$2" -qc "ALTER EXTENSION snowflake_id UPDATE" || fail "ALTER EXTENSION UPDATE in $2 failed"
+    t1=$(date +%s%N)
+    echo $(((t1 - t0) / 1000000))
+}
+
+## 1. live
+dbs=(app1 app2)
+live=$(legacy_server live "${dbs[@]}")
+# A 0.3.0 dump for case 3, taken now, with 0.3.0's own pg_dump.
+"$old_bin/pg_dump" -h "$live" -p "$(pg_port_of "$live")" -U postgres -d app1 >"$CLUSTER_ROOT/app1.sql" ||
+    fail "pg_dump of 0.3.0 failed"
+PG_BINDIR=$old_bin pg_stop "$live"
+pg_start "$live" # the current release, same data directory
+grep -q 'registered custom resource manager "snowflake_id" with ID 128' "$live/server.log" ||
+    fail "the current release did not register 0.3.0's resource manager, with the lease file present"
+
+# inserter N: one psql per attempt (at most 3000, 90 s), until $work/stop exists: a row into
+# orders and invoices of app1 or app2 in turn, one transaction; each outcome goes to
+# $work/session.N as "ok DB ID GDID" or "error DB SQLSTATE".
+work=$CLUSTER_ROOT/sessions
+mkdir -p "$work"
+inserter() {
+    local i db out err state deadline=$((SECONDS + 90))
+    for ((i = 0; i < 3000 && SECONDS < deadline; i++)); do
+        [ -f "$work/stop" ] && return 0
+        db=${dbs[i % 2]}
+        if out=$("$new_bin/psql" -X -Atq -h "$live" -p "$(pg_port_of "$live")" -U postgres -d "$db" \
+            -c '\set VERBOSITY sqlstate' \
+            -c "WITH o AS (INSERT INTO orders (era) VALUES ('new') RETURNING id),
+                     i AS (INSERT INTO invoices (era) VALUES ('new') RETURNING id)
+                SELECT o.id || ' ' || i.id FROM o, i" 2>"$work/err.$1"); then
+            echo "ok $db $out" >>"$work/session.$1"
+        else
+            err=$(cat "$work/err.$1")
+            state=$(sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\).*/\1/p' <<<"$err" | head -n 1)
+            [ -n "$state" ] || state="none: $(tr '\n' ' ' <<<"$err")"
+            echo "error $db $state" >>"$work/session.$1"
+            sleep 0.02
+        fi
+    done
+}
+# refused_in N DB / ok_in N DB COUNT: what session N has seen in DB so far; for wait_until.
+refused_in() { grep -q "^error $2 " "$work/session.$1"; }
+ok_in() { [ "$(grep -c "^ok $2 " "$work/session.$1")" -ge "$3" ]; }
+
+touch "$work"/session.{1,2,3}
+sessions=()
+for n in 1 2 3; do
+    inserter "$n" &
+    sessions+=($!)
+done
+for n in 1 2 3; do
+    for db in "${dbs[@]}"; do
+        wait_until 30 "session $n refused in $db before the update" refused_in "$n" "$db"
+    done
+done
+took=()
+for db in "${dbs[@]}"; do
+    took+=("$db $(update "$live" "$db") ms")
+    echo "updated $db while three sessions insert"
+done
+for n in 1 2 3; do
+    for db in "${dbs[@]}"; do
+        wait_until 60 "20 inserts by session $n into $db after the update" ok_in "$n" "$db" 20
+    done
+done
+touch "$work/stop"
+wait "${sessions[@]}"
+
+cat "$work"/session.{1,2,3} >"$work/all"
+refused=$(grep -c '^error [^ ]* 55000' "$work/all" || true)
+inserted=$(grep -c '^ok ' "$work/all" || true)
+if grep -v '^ok \|^error [^ ]* 55000' "$work/all" | head -n 5 | grep .; then
+    fail "an insert failed otherwise than with 55000 before the update (above)"
+fi
+# Each session: refused until its database was updated, then never again.
+for n in 1 2 3; do
+    for db in "${dbs[@]}"; do
+        grep "^[a-z]* $db " "$work/session.$n" | awk '{print $1}' | uniq | tr '\n' ' ' | grep -qx 'error ok ' ||
+            fail "session $n in $db: not refused until the update and then inserting: $(grep "^[a-z]* $db " "$work/session.$n" | awk '{print $1}' | uniq -c | tr '\n' ' ')"
+    done
+done
+echo "ok: $refused inserts refused with 55000 before the update of their database, $inserted inserted after it; no other error, no duplicate key"
+for db in "${dbs[@]}"; do
+    legacy_check live "$live" "$db" 0
+done
+echo "figures: ALTER EXTENSION snowflake_id UPDATE under three inserting sessions: ${took[*]}"
+
+# The README's last step: after a checkpoint the lease file is no longer needed. After a
+# restart without it, what the updated sequences make is above what they made before.
+pg_psql "$live" -d postgres -qc "CHECKPOINT"
+declare -A last
+for db in "${dbs[@]}"; do
+    last[$db]=$(pg_psql "$live" -d "$db" -Atc "SELECT (SELECT max(id) FROM orders) || ' ' || (SELECT max(id) FROM invoices)")
+done
+pg_stop "$live"
+as_postgres rm -r "$live/data/snowflake_id"
+: >"$live/server.log"
+pg_start "$live"
+! grep -q 'custom resource manager' "$live/server.log" || fail "resource manager 128 registered without the lease file"
+for db in "${dbs[@]}"; do
+    legacy_check "live, restarted without the lease file" "$live" "$db" 1000
+    read -r sf g <<<"${last[$db]}"
+    expect "$live" "SELECT count(*) FILTER (WHERE id > $sf) || ' ' || (SELECT count(*) FILTER (WHERE id > '$g') FROM invoices) FROM orders" "1000 1000" "$db"
+done
+pg_stop "$live"
+
+## 2. crash
+# crash NAME [file-behind-wal]: a 0.3.0 server filled, killed at once, started with the
+# current release, updated.
+crash() {
+    local dir copy redo
+    dir=$(PG_BINDIR=$old_bin instance "$1" "${settings[@]}")
+    PG_BINDIR=$old_bin pg_start "$dir" "${ahead[@]}"
+    PG_BINDIR=$old_bin pg_psql "$dir" -d postgres -qc "CREATE DATABASE app"
+    if [ "${2:-}" = file-behind-wal ]; then
+        # The file as of a checkpoint before any lease of app was made (0.3.0 makes it, empty,
+        # at start).
+        PG_BINDIR=$old_bin pg_psql "$dir" -d postgres -qc "CHECKPOINT"
+        copy=$dir/leases.at_checkpoint
+        as_postgres cp -p "$dir/data/snowflake_id/leases" "$copy" || fail "$1: no lease file to copy"
+        redo=$(PG_BINDIR=$old_bin sql "$dir" "SELECT redo_lsn FROM pg_control_checkpoint()")
+    fi
+    PG_BINDIR=$old_bin pg_psql "$dir" -d app -q <<<"$LEGACY_FILL" || fail "$1: filling app on 0.3.0 failed"
+    if [ "${2:-}" = file-behind-wal ]; then
+        [ "$(PG_BINDIR=$old_bin sql "$dir" "SELECT redo_lsn FROM pg_control_checkpoint()")" = "$redo" ] ||
+            fail "$1: a checkpoint came between the copy of the lease file and the crash"
+    fi
+    pg_kill9 "$dir"
+    if [ "${2:-}" = file-behind-wal ]; then
+        cmp -s "$copy" "$dir/data/snowflake_id/leases" && fail "$1: the leases did not change after the copy"
+        as_postgres cp -p "$copy" "$dir/data/snowflake_id/leases"
+    fi
+    pg_start "$dir" # the current release: crash recovery
+    grep -q 'redo starts' "$dir/server.log" || fail "$1: no crash recovery"
+    # Replay wrote 0.3.0's lease records into the file (into the empty one: all of them).
+    [ -s "$dir/data/snowflake_id/leases" ] || fail "$1: the lease file is empty after replay"
+    echo "$1: the current release recovered from 0.3.0's crash: $(update "$dir" app) ms for the update"
+    legacy_check "$1" "$dir" app 5000
+    pg_stop "$dir"
+}
+crash crash
+crash crash_file_behind_wal file-behind-wal
+
+## 3. dump
+restored=$(instance restored "${settings[@]}")
+pg_start "$restored"
+pg_psql "$restored" -d postgres -qc "CREATE DATABASE app1"
+pg_psql "$restored" -d app1 -q -f "$CLUSTER_ROOT/app1.sql" >"$CLUSTER_ROOT/restore.log" 2>&1 ||
+    { tail -n 20 "$CLUSTER_ROOT/restore.log"; fail "restoring 0.3.0's dump into the current release failed"; }
+legacy_check "0.3.0 dump restored" "$restored" app1 5000 stored-only
+pg_stop "$restored"
+echo "figures: update_from_0_3 in $((SECONDS - start)) s"
+echo "update_from_0_3: ok"
