@@ -288,15 +288,15 @@ ha_asynchronous_figures() {
     echo "figures: asynchronous: $before keys returned before the kill, $after after it; returned before the kill and missing after the failover: $lost; handed out again after the failover: $again snowflake IDs, $again_g gdids"
 }
 
-# Servers that ran release 0.3.0 before the current one (update_from_0_3.sh,
-# pg_upgrade_majors.sh). 0.3.0 kept each sequence's lease in $PGDATA/snowflake_id/leases
-# and in WAL records of its own; from 0.4.0 every sequence is a sequence relation, and
-# ALTER EXTENSION snowflake_id UPDATE adopts the file's leases into them.
+# Keys across updates and upgrades (update_from_0_3.sh, pg_upgrade.sh, pg_upgrade_majors.sh).
 #
 # release_bindir VERSION [PG_CONFIG]: the bindir of a private copy of that PostgreSQL (default:
 # the one under test) with release VERSION of the extension installed (scripts/old_release.sh:
 # built once, cached under .build/releases). A server started with it runs VERSION; started
 # again with the PostgreSQL's own bindir, the same data directory runs the current release.
+# (0.3.0 kept each sequence's lease in $PGDATA/snowflake_id/leases and in WAL records of its
+# own; from 0.4.0 every sequence is a sequence relation, and ALTER EXTENSION snowflake_id
+# UPDATE adopts the file's leases into them.)
 release_bindir() {
     local config
     config=$(bash "$(dirname "${BASH_SOURCE[0]}")/../../scripts/old_release.sh" "$1" \
@@ -304,21 +304,20 @@ release_bindir() {
     "$config" --bindir
 }
 
-# The settings of a server of LEGACY_FILL: 13 node bits leave 9 counter bits (512 IDs a
+# The settings of a server of KEYS_FILL: 13 node bits leave 9 counter bits (512 IDs a
 # millisecond), so that a burst of 5 M IDs runs about 10 s ahead of the clock.
-LEGACY_SETTINGS=("shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 5" "gdid.authority = 5"
+KEYS_SETTINGS=("shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 5" "gdid.authority = 5"
     "snowflake.node_bits = 13" "snowflake.max_clock_ahead = '150s'")
 
-# LEGACY_FILL, for psql on a server running release 0.3.0, in a database without the
-# extension: orders (snowflake key) and invoices (gdid key) filled by their DEFAULTs (every
+# KEYS_FILL, for psql on a server running release 0.3.0 or the current one, in a database
+# without the extension: orders (snowflake key) and invoices (gdid key) filled by their DEFAULTs (every
 # row era 'old'); values handed out and never stored: a run-ahead burst of 5 M snowflake IDs
 # (so that the sequence, and its lease, run about 10 s ahead of the clock, above which more
 # rows are then stored), a block of 100,000 gdids, then more rows, then values above all of
 # them again (so that only the lease knows the largest), and two sequences no table names
 # (tickets, billing/vouchers), which only their leases can carry. handed_out keeps the
 # largest value each sequence handed out.
-LEGACY_FILL="CREATE EXTENSION snowflake_id;
-SELECT 1 / (extversion = '0.3.0')::int FROM pg_extension WHERE extname = 'snowflake_id' \\g /dev/null
+KEYS_FILL="CREATE EXTENSION snowflake_id;
 CREATE TABLE orders (id snowflake PRIMARY KEY DEFAULT snowflake_next('orders'), era text NOT NULL DEFAULT 'old');
 CREATE TABLE invoices (id gdid PRIMARY KEY DEFAULT gdid_next('billing', 'invoices'), era text NOT NULL DEFAULT 'old');
 CREATE TABLE handed_out (seq text PRIMARY KEY, snowflake_max snowflake, gdid_max gdid);
@@ -331,14 +330,15 @@ INSERT INTO invoices SELECT FROM generate_series(1, 2000);
 INSERT INTO handed_out SELECT 'orders', max(id), NULL FROM snowflake_next_batch('orders', 1000) id;
 INSERT INTO handed_out SELECT 'invoices', NULL, max(g) FROM gdid_next_block('billing', 'invoices', 1000) g;
 INSERT INTO handed_out SELECT 'tickets', max(id), NULL FROM snowflake_next_batch('tickets', 1000) id;
-INSERT INTO handed_out SELECT 'vouchers', NULL, max(g) FROM gdid_next_block('billing', 'vouchers', 1000) g;"
+INSERT INTO handed_out SELECT 'vouchers', NULL, max(g) FROM gdid_next_block('billing', 'vouchers', 1000) g;
+ANALYZE orders, invoices;"
 
-# legacy_check NAME DIR DB ROWS [stored-only]: in DB of DIR (filled by LEGACY_FILL, now at the
+# keys_check NAME DIR DB ROWS [stored-only]: in DB of DIR (filled by KEYS_FILL, now at the
 # current release), ROWS more rows of each table with era 'new' (0: rows made otherwise), then:
 # every key unique, every new key above every old one and above every value the old release
 # handed out (stored-only: above the stored ones only, for a copy that carried no lease), and
 # the next value of tickets and billing/vouchers above theirs. Prints a figures line.
-legacy_check() {
+keys_check() {
     local name=$1 dir=$2 db=$3 rows=$4 scope=${5:-} got
     lq() { pg_psql "$dir" -d "$db" -Atc "$1"; }
     lis() {

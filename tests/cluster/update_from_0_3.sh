@@ -4,7 +4,7 @@
 # package is replaced (here: the same data directory started with the bindir that has the
 # current release, scripts/old_release.sh builds 0.3.0 into a private copy of this
 # PostgreSQL), the server restarts, and ALTER EXTENSION snowflake_id UPDATE runs in every
-# database. Every database was filled by LEGACY_FILL (lib.sh) while the 0.3.0 server's clock
+# database. Every database was filled by KEYS_FILL (lib.sh) while the 0.3.0 server's clock
 # ran 90 s ahead (libfaketime; the current release then starts with the right clock): both
 # kinds from DEFAULTs into tables with primary keys, a run-ahead burst that left the
 # snowflake sequence and its lease about 10 s further ahead, values handed out and never
@@ -33,10 +33,10 @@ new_bin=$PG_BINDIR
 start=$SECONDS
 old_bin=$(release_bindir 0.3.0) || fail "could not build release 0.3.0"
 echo "figures: release 0.3.0 ready in $((SECONDS - start)) s ($old_bin)"
-settings=("${LEGACY_SETTINGS[@]}" "checkpoint_timeout = '1h'" "max_wal_size = '1GB'")
+settings=("${KEYS_SETTINGS[@]}" "checkpoint_timeout = '1h'" "max_wal_size = '1GB'")
 
 # legacy_server NAME DBS...: a new server running 0.3.0 (started), its clock 90 s ahead, each
-# of DBS filled by LEGACY_FILL; prints its directory.
+# of DBS filled by KEYS_FILL; prints its directory.
 ahead=(FAKETIME=+90s LD_PRELOAD="$FAKETIME_LIB")
 legacy_server() {
     local dir db
@@ -45,7 +45,9 @@ legacy_server() {
     PG_BINDIR=$old_bin pg_start "$dir" "${ahead[@]}"
     for db in "$@"; do
         PG_BINDIR=$old_bin pg_psql "$dir" -d postgres -qc "CREATE DATABASE $db"
-        PG_BINDIR=$old_bin pg_psql "$dir" -d "$db" -q <<<"$LEGACY_FILL" || fail "filling $db on 0.3.0 failed"
+        PG_BINDIR=$old_bin pg_psql "$dir" -d "$db" -q <<<"$KEYS_FILL" || fail "filling $db on 0.3.0 failed"
+        [ "$(PG_BINDIR=$old_bin sql "$dir" "SELECT extversion FROM pg_extension WHERE extname = 'snowflake_id'" "$db")" = 0.3.0 ] ||
+            fail "$db: not at 0.3.0"
     done
     [ -s "$dir/data/snowflake_id/leases" ] || fail "0.3.0 wrote no lease file"
     echo "$dir"
@@ -139,7 +141,7 @@ for n in 1 2 3; do
 done
 echo "ok: $refused inserts refused with 55000 before the update of their database, $inserted inserted after it; no other error, no duplicate key"
 for db in "${dbs[@]}"; do
-    legacy_check live "$live" "$db" 0
+    keys_check live "$live" "$db" 0
 done
 echo "figures: ALTER EXTENSION snowflake_id UPDATE under three inserting sessions: ${took[*]}"
 
@@ -156,7 +158,7 @@ as_postgres rm -r "$live/data/snowflake_id"
 pg_start "$live"
 ! grep -q 'custom resource manager' "$live/server.log" || fail "resource manager 128 registered without the lease file"
 for db in "${dbs[@]}"; do
-    legacy_check "live, restarted without the lease file" "$live" "$db" 1000
+    keys_check "live, restarted without the lease file" "$live" "$db" 1000
     read -r sf g <<<"${last[$db]}"
     expect "$live" "SELECT count(*) FILTER (WHERE id > $sf) || ' ' || (SELECT count(*) FILTER (WHERE id > '$g') FROM invoices) FROM orders" "1000 1000" "$db"
 done
@@ -178,7 +180,7 @@ crash() {
         as_postgres cp -p "$dir/data/snowflake_id/leases" "$copy" || fail "$1: no lease file to copy"
         redo=$(PG_BINDIR=$old_bin sql "$dir" "SELECT redo_lsn FROM pg_control_checkpoint()")
     fi
-    PG_BINDIR=$old_bin pg_psql "$dir" -d app -q <<<"$LEGACY_FILL" || fail "$1: filling app on 0.3.0 failed"
+    PG_BINDIR=$old_bin pg_psql "$dir" -d app -q <<<"$KEYS_FILL" || fail "$1: filling app on 0.3.0 failed"
     if [ "${2:-}" = file-behind-wal ]; then
         [ "$(PG_BINDIR=$old_bin sql "$dir" "SELECT redo_lsn FROM pg_control_checkpoint()")" = "$redo" ] ||
             fail "$1: a checkpoint came between the copy of the lease file and the crash"
@@ -193,7 +195,7 @@ crash() {
     # Replay wrote 0.3.0's lease records into the file (into the empty one: all of them).
     [ -s "$dir/data/snowflake_id/leases" ] || fail "$1: the lease file is empty after replay"
     echo "$1: the current release recovered from 0.3.0's crash: $(update "$dir" app) ms for the update"
-    legacy_check "$1" "$dir" app 5000
+    keys_check "$1" "$dir" app 5000
     pg_stop "$dir"
 }
 crash crash
@@ -205,7 +207,7 @@ pg_start "$restored"
 pg_psql "$restored" -d postgres -qc "CREATE DATABASE app1"
 pg_psql "$restored" -d app1 -q -f "$CLUSTER_ROOT/app1.sql" >"$CLUSTER_ROOT/restore.log" 2>&1 ||
     { tail -n 20 "$CLUSTER_ROOT/restore.log"; fail "restoring 0.3.0's dump into the current release failed"; }
-legacy_check "0.3.0 dump restored" "$restored" app1 5000 stored-only
+keys_check "0.3.0 dump restored" "$restored" app1 5000 stored-only
 pg_stop "$restored"
 echo "figures: update_from_0_3 in $((SECONDS - start)) s"
 echo "update_from_0_3: ok"
