@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
 # Every released version stays installable and updatable. For each install script of an
-# earlier release in sql/, a database installs that version and generates with both kinds
-# (through the current library, which keeps the old C symbols), then runs
-# ALTER EXTENSION snowflake_id UPDATE. Its extension objects (every function with its
-# markings, C symbol and privileges, operators, classes, casts, types, views, comments) must
-# be exactly those of a fresh install of the current version, and its data and generation
-# go on: nothing handed out before the update comes back after it.
+# earlier release in sql/, a database installs that version and gets tables whose DEFAULTs
+# name sequences of both kinds, holding keys of this server (node 9, authority 9) as that
+# version would have stored them; then, with the current library preloaded:
+# - generating there is refused until the update, with exactly the error that says so
+#   (55000, HINT "Run ALTER EXTENSION snowflake_id UPDATE"): the database has no sequences
+#   yet, and nothing may be handed out under a lease before the update has carried it over;
+# - ALTER EXTENSION snowflake_id UPDATE makes its extension objects (every function with its
+#   markings, C symbol and privileges, operators, classes, casts, types, views, comments)
+#   exactly those of a fresh install of the current version, gives each DEFAULT its sequence
+#   and the dependency on it, and the detection trigger to each generating table;
+# - generation then continues above the stored keys: without a lease file (these databases
+#   never generated through a library of their version), each sequence is fresh and starts
+#   above the keys in its column's index, a snowflake key 60 s ahead of the clock included.
+#   (tests/cluster/update_from_0_3.sh runs release 0.3.0's own library, whose leases the
+#   update adopts.)
+#
+# The keys are written while the library is not preloaded: a database of an earlier version
+# refuses statements that store such a DEFAULT under the current library until its update.
 #
 # A release that changes the SQL adds sql/snowflake_id--OLD--NEW.sql (and keeps
 # sql/snowflake_id--OLD.sql); a forgotten script fails here, as "no update path" or as a
@@ -15,21 +27,18 @@ source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/../.."
 
 current=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml)
-db=$(instance node "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 9" \
-    "gdid.authority = 9")
-pg_start "$db"
+db=$(instance node "include_if_exists = 'preload.conf'")
+preload="$db/data/preload.conf"
 objects() {
     pg_psql "$db" -d "$1" -q -f tests/cluster/extension_objects.sql
 }
-
-pg_psql "$db" -d postgres -qc "CREATE DATABASE fresh" -c "ALTER DATABASE fresh SET timezone = 'UTC'"
-pg_psql "$db" -d fresh -qc "CREATE EXTENSION snowflake_id"
-objects fresh >"$CLUSTER_ROOT/fresh.txt"
-[ "$(wc -l <"$CLUSTER_ROOT/fresh.txt")" -gt 60 ] || fail "the object listing is too short"
-echo "a fresh $current install has $(wc -l <"$CLUSTER_ROOT/fresh.txt") object properties"
-
 versions=$(ls sql | sed -n 's/^snowflake_id--\([^-]*\)\.sql$/\1/p' | grep -vx "$current" || true)
 [ -n "$versions" ] || fail "no earlier release in sql/"
+
+# 1. Without the library preloaded: each earlier version installed, its tables filled with
+# keys of node 9 and authority 9: 5000 of each, the newest snowflake key 60 s ahead of the
+# clock, and keys of another server (node 8, authority 8) above them, which must not count.
+pg_start "$db"
 for v in $versions; do
     name="from_${v//./_}"
     pg_psql "$db" -d postgres -qc "CREATE DATABASE $name"
@@ -37,38 +46,87 @@ for v in $versions; do
 CREATE EXTENSION snowflake_id VERSION '$v';
 CREATE TABLE orders (id snowflake PRIMARY KEY DEFAULT snowflake_next('orders'), at text DEFAULT 'before');
 CREATE TABLE invoices (id gdid PRIMARY KEY DEFAULT gdid_next('billing', 'invoices'), at text DEFAULT 'before');
-INSERT INTO orders SELECT FROM generate_series(1, 5000);
-INSERT INTO invoices SELECT FROM generate_series(1, 5000);
-SELECT count(*) FROM snowflake_next_batch('orders', 100) \g /dev/null
+-- The IDs of the default layout (epoch 2025-01-01, 10 node bits) by hand: the decoders need
+-- the library preloaded.
+CREATE FUNCTION pg_temp.id(t timestamptz, node int, counter int) RETURNS bigint
+    LANGUAGE sql AS \$\$ SELECT (((extract(epoch FROM t) * 1000)::bigint - 1735689600000) << 22) | (node << 12) | counter \$\$;
+INSERT INTO orders (id)
+SELECT pg_temp.id(now() - interval '1 hour' + i * interval '1 ms', 9, 0) FROM generate_series(1, 4999) i
+UNION ALL SELECT pg_temp.id(now() + interval '60 s', 9, 17)
+UNION ALL SELECT pg_temp.id(now() + interval '90 s', 8, 0);
+INSERT INTO invoices (id) SELECT gdid(0, 9, i) FROM generate_series(1, 5000) i
+UNION ALL SELECT gdid(0, 8, 70000000);
 SQL
-    sql() { pg_psql "$db" -d "$name" -Atc "$1"; }
-    [ "$(sql "SELECT extversion FROM pg_extension WHERE extname = 'snowflake_id'")" = "$v" ] || fail "did not install $v: $(sql "SELECT extversion FROM pg_extension WHERE extname = 'snowflake_id'")"
+    [ "$(pg_psql "$db" -d "$name" -Atc "SELECT extversion FROM pg_extension WHERE extname = 'snowflake_id'")" = "$v" ] ||
+        fail "did not install $v"
+done
+pg_stop "$db"
+
+# 2. The current library preloaded.
+printf '%s\n' "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 9" "gdid.authority = 9" \
+    "snowflake.max_clock_ahead = '150s'" >"$preload"
+chown postgres: "$preload"
+pg_start "$db"
+pg_psql "$db" -d postgres -qc "CREATE DATABASE fresh" -c "ALTER DATABASE fresh SET timezone = 'UTC'"
+pg_psql "$db" -d fresh -qc "CREATE EXTENSION snowflake_id"
+objects fresh >"$CLUSTER_ROOT/fresh.txt"
+[ "$(wc -l <"$CLUSTER_ROOT/fresh.txt")" -gt 60 ] || fail "the object listing is too short"
+echo "a fresh $current install has $(wc -l <"$CLUSTER_ROOT/fresh.txt") object properties"
+
+for v in $versions; do
+    name="from_${v//./_}"
+    q() { pg_psql "$db" -d "$name" -Atc "$1"; }
+    # Refused before the update, with the error that says what to do.
+    for call in "SELECT snowflake_next('orders')" "SELECT gdid_next('billing', 'invoices')" \
+        "INSERT INTO orders DEFAULT VALUES" "SELECT count(*) FROM snowflake_next_batch('new_name', 10)"; do
+        msg=$(pg_psql "$db" -d "$name" -v VERBOSITY=verbose -Atc "$call" 2>&1) && fail "$v: generated before the update: $call"
+        grep -q '^ERROR:  55000: ' <<<"$msg" && grep -q '^HINT:  Run ALTER EXTENSION snowflake_id UPDATE' <<<"$msg" ||
+            fail "$v: unexpected refusal of $call: $msg"
+    done
+    echo "ok: $v: generating is refused until the update ($(head -n 1 <<<"$msg"))"
     objects "$name" >"$CLUSTER_ROOT/$name.before.txt"
     pg_psql "$db" -d "$name" -qc "ALTER EXTENSION snowflake_id UPDATE"
-    pg_psql "$db" -d "$name" -Atc "SELECT 'updated $v -> ' || extversion FROM pg_extension WHERE extname = 'snowflake_id'"
+    q "SELECT 'updated $v -> ' || extversion FROM pg_extension WHERE extname = 'snowflake_id'"
     objects "$name" >"$CLUSTER_ROOT/$name.txt"
     if ! diff -u "$CLUSTER_ROOT/fresh.txt" "$CLUSTER_ROOT/$name.txt"; then
         fail "after the update from $v the extension differs from a fresh $current install"
     fi
     echo "ok: after the update from $v the objects are exactly those of a fresh install"
-    # Tables with a generating column that existed before the update get the trigger that
-    # detection counts new values with.
-    [ "$(sql "SELECT string_agg(tgrelid::regclass::text || ':' || tgenabled::text, ',' ORDER BY tgrelid::regclass::text) FROM pg_trigger WHERE tgfoid = 'snowflake_arrival_trigger'::regproc")" = "invoices:R,orders:R" ] ||
-        fail "after the update from $v: triggers $(sql "SELECT string_agg(tgrelid::regclass::text, ',') FROM pg_trigger WHERE tgfoid = 'snowflake_arrival_trigger'::regproc")"
     changed=$(diff "$CLUSTER_ROOT/$name.before.txt" "$CLUSTER_ROOT/$name.txt" | grep -c '^[<>]' || true)
     echo "($changed object properties changed by the update)"
+    # Tables with a generating column that existed before the update get the trigger that
+    # detection counts new values with. (A release that had the trigger gave it to each
+    # table as it was made, with its library preloaded; these tables were made without it:
+    # snowflake_watch_tables() gives it.)
+    if grep -q snowflake_watch_tables "sql/snowflake_id--$v.sql"; then
+        [ "$(q "SELECT snowflake_watch_tables()")" = 2 ] || fail "$v: snowflake_watch_tables() did not watch the two tables"
+    fi
+    [ "$(q "SELECT string_agg(tgrelid::regclass::text || ':' || tgenabled::text, ',' ORDER BY tgrelid::regclass::text) FROM pg_trigger WHERE tgfoid = 'snowflake_arrival_trigger'::regproc")" = "invoices:R,orders:R" ] ||
+        fail "after the update from $v: triggers $(q "SELECT string_agg(tgrelid::regclass::text, ',') FROM pg_trigger WHERE tgfoid = 'snowflake_arrival_trigger'::regproc")"
+    # Each DEFAULT has its sequence, fresh, and depends on it.
+    for pair in "orders snowflake.orders" "invoices gdid.\"billing/invoices\""; do
+        read -r table rel <<<"$pair"
+        [ "$(q "SELECT NOT is_called FROM $rel")" = t ] || fail "$v: $rel is missing or not fresh"
+        [ "$(q "SELECT count(*) FROM pg_depend d JOIN pg_attrdef ad ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid WHERE ad.adrelid = '$table'::regclass AND d.refobjid = '$rel'::regclass")" = 1 ] ||
+            fail "$v: the DEFAULT of $table does not depend on $rel"
+    done
+    msg=$(pg_psql "$db" -d "$name" -v VERBOSITY=verbose -Atc "DROP SEQUENCE snowflake.orders" 2>&1) &&
+        fail "$v: dropped the sequence a DEFAULT names"
+    grep -q '^ERROR:  2BP01: ' <<<"$msg" || fail "$v: unexpected: $msg"
     pg_psql "$db" -d "$name" -q <<'SQL'
 INSERT INTO orders (at) SELECT 'after' FROM generate_series(1, 5000);
 INSERT INTO invoices (at) SELECT 'after' FROM generate_series(1, 5000);
 SQL
-    [ "$(sql "SELECT count(*) || '/' || count(DISTINCT id) FROM orders")" = 10000/10000 ] ||
-        fail "orders: $(sql "SELECT count(*) || '/' || count(DISTINCT id) FROM orders")"
-    [ "$(sql "SELECT count(*) || '/' || count(DISTINCT id) FROM invoices")" = 10000/10000 ] ||
-        fail "invoices: $(sql "SELECT count(*) || '/' || count(DISTINCT id) FROM invoices")"
-    [ "$(sql "SELECT min(id) FILTER (WHERE at = 'after') > max(id) FILTER (WHERE at = 'before') FROM orders")" = t ] ||
-        fail "snowflake IDs after the update are not above those before"
-    [ "$(sql "SELECT min(id) FILTER (WHERE at = 'after') > max(id) FILTER (WHERE at = 'before') FROM invoices")" = t ] ||
-        fail "gdids after the update are not above those before"
-    echo "figures: from $v: 5000 + 5000 rows of each kind before and after the update, none repeated"
+    [ "$(q "SELECT count(*) || '/' || count(DISTINCT id) FROM orders")" = 10001/10001 ] ||
+        fail "orders: $(q "SELECT count(*) || '/' || count(DISTINCT id) FROM orders")"
+    [ "$(q "SELECT count(*) || '/' || count(DISTINCT id) FROM invoices")" = 10001/10001 ] ||
+        fail "invoices: $(q "SELECT count(*) || '/' || count(DISTINCT id) FROM invoices")"
+    [ "$(q "SELECT min(id) FILTER (WHERE at = 'after') > max(id) FILTER (WHERE at = 'before' AND snowflake_node(id) = 9) FROM orders")" = t ] ||
+        fail "snowflake IDs after the update from $v are not above those before"
+    [ "$(q "SELECT min(id) FILTER (WHERE at = 'after') > max(id) FILTER (WHERE at = 'before' AND gdid_authority(id) = 9) FROM invoices")" = t ] ||
+        fail "gdids after the update from $v are not above those before"
+    [ "$(q "SELECT max(gdid_counter(id)) < 70000000 FROM invoices WHERE gdid_authority(id) = 9")" = t ] ||
+        fail "the keys of authority 8 pushed authority 9's counters up"
+    echo "figures: from $v: 5000 + 5000 keys of each kind before the update, 5000 + 5000 after, none repeated; first new ID $(q "SELECT min(snowflake_timestamp(id)) FILTER (WHERE at = 'after') - max(snowflake_timestamp(id)) FILTER (WHERE at = 'before' AND snowflake_node(id) = 9) FROM orders") after the newest stored one (then $(q "SELECT date_trunc('second', max(snowflake_timestamp(id)) FILTER (WHERE at = 'before' AND snowflake_node(id) = 9) - now()) FROM orders") ahead of the clock); gdid counters $(q "SELECT max(gdid_counter(id)) FILTER (WHERE at = 'before' AND gdid_authority(id) = 9) || ' -> ' || min(gdid_counter(id)) FILTER (WHERE at = 'after') FROM invoices")"
 done
 echo "upgrade: ok"
