@@ -1,6 +1,6 @@
 # The two commands of the README, and a few helpers. Each installs what it needs. `make`
 # alone lists them (make help).
-.PHONY: help demo demo-stop test check regress cluster bench bench-insert bench-gdid bench-detection bench-table fuzz install lint package dist
+.PHONY: help demo demo-stop test check regress cluster bench bench-insert bench-gdid bench-detection bench-table bench-lease fuzz install lint package dist
 .DEFAULT_GOAL := help
 PG ?= 15
 
@@ -38,6 +38,9 @@ bench-gdid:      ## gdid against uuid, bigint, bytea on 10M rows: sort, index bu
 
 bench-table:     ## snowflake, gdid, bigserial, UUIDv4, UUIDv7 keys on a large table: inserts while reading, sizes, WAL; a chart
 	bash scripts/setup.sh && bash scripts/demo.sh stop && PG_CONFIG=/usr/lib/postgresql/18/bin/pg_config bash scripts/install.sh && bash benches/table.sh
+
+bench-lease:     ## what one lease extension costs (setval and WAL flush), a name's first use, a new name
+	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/lease.sh
 
 bench-detection: ## what noticing shared node numbers costs: the trigger on the apply path and on local inserts
 	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/detection.sh
