@@ -35,6 +35,40 @@ GRANT EXECUTE ON FUNCTION gdid_advance(text, text, gdid) TO PUBLIC;
 COMMENT ON FUNCTION gdid_advance(text, text, gdid) IS
     'Moves (scope, sequence) on so that its next gdid has a later era and counter than past; never back. UPDATE on the sequence, as setval';
 -- Every operator qualified: 0.3.0 bound an unqualified * to whatever operator the schema held.
+-- A range that ends exactly where a 64-bit layout's IDs turn negative is unbounded above.
+CREATE OR REPLACE FUNCTION snowflake_range(from_ts timestamptz, to_ts timestamptz, layout text) RETURNS int8range
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    lo bigint;
+    hi bigint;
+BEGIN
+    IF from_ts > to_ts THEN
+        RAISE EXCEPTION 'snowflake_range: from_ts is later than to_ts'
+            USING ERRCODE = 'data_exception';
+    END IF;
+    lo := @extschema@.snowflake_from_timestamp(from_ts, layout);
+    hi := @extschema@.snowflake_from_timestamp(to_ts, layout);
+    -- Layouts of 64 bits (discord, instagram) spend the sign bit on time: their IDs turn
+    -- negative at one moment, and no int8range holds the IDs on both sides of it. A range
+    -- that ends exactly there holds every positive ID from lo on: unbounded above.
+    IF hi OPERATOR(pg_catalog.=) -9223372036854775808 AND lo OPERATOR(pg_catalog.>=) 0 THEN
+        RETURN pg_catalog.int8range(lo, NULL);
+    END IF;
+    IF lo > hi THEN
+        RAISE EXCEPTION 'the IDs of layout "%" turn negative within this time range', layout
+            USING ERRCODE = 'datetime_field_overflow',
+                  DETAIL = format('They are negative from %s UTC on.',
+                                  to_char(@extschema@.snowflake_timestamp(-9223372036854775808, layout)
+                                          AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')),
+                  HINT = 'Split the range at that moment.';
+    END IF;
+    RETURN int8range(lo, hi);
+END
+$$;
+
 CREATE OR REPLACE FUNCTION snowflake_interval(d interval) RETURNS bigint
     IMMUTABLE STRICT PARALLEL SAFE
     LANGUAGE sql

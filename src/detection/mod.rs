@@ -17,7 +17,7 @@
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, CStr};
 
-use pgrx::pg_sys;
+use pgrx::{pg_guard, pg_sys};
 
 use crate::pg::errors::{error, Code};
 pub mod arrivals;
@@ -38,11 +38,12 @@ struct Pending {
     since_ms: i64,
 }
 
-/// Process-local state of an apply worker: its current runs, and whether its origin (one per
-/// worker) is counted at all.
+/// Process-local state of an apply worker: its current runs, whether its origin (one per
+/// worker) is counted at all, and whether its transactions flush the runs when they commit.
 struct Worker {
     pending: Vec<Pending>,
     origin: Option<(u16, bool)>,
+    flushes_at_commit: bool,
 }
 
 /// The one [`Worker`] of this process.
@@ -54,6 +55,7 @@ unsafe impl Sync for ThisProcess {}
 static WORKER: ThisProcess = ThisProcess(UnsafeCell::new(Worker {
     pending: Vec::new(),
     origin: None,
+    flushes_at_commit: false,
 }));
 
 /// The replication origin of this session's changes: a subscription's, in an apply worker.
@@ -117,6 +119,40 @@ fn count(what: What, value: u16, origin: u16) {
     };
     flush(&p, now);
     worker.pending.push(Pending { rows: 0, ..p });
+    if !worker.flushes_at_commit {
+        worker.flushes_at_commit = true;
+        // SAFETY: registers a callback with PostgreSQL for the rest of this process's life,
+        // once; the function pointer is 'static.
+        unsafe { pg_sys::RegisterXactCallback(Some(at_commit), std::ptr::null_mut()) };
+    }
+}
+
+/// Adds what the runs of this process counted to the shared table before each transaction
+/// commits, so that no count waits for the next arrival (which may never come: the session
+/// ends). Before the commit, not after it: the WARNING of a conflict names subscriptions,
+/// which takes the catalog.
+#[pg_guard]
+unsafe extern "C-unwind" fn at_commit(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
+    if event != pg_sys::XactEvent::XACT_EVENT_PRE_COMMIT {
+        return;
+    }
+    let now = wallclock::coarse_unix_ms();
+    let mut i = 0;
+    loop {
+        // SAFETY: WORKER is only touched by this process's one thread; the borrow ends before
+        // flush, which does not touch it.
+        let worker = unsafe { &mut *WORKER.0.get() };
+        let Some(p) = worker.pending.get_mut(i) else {
+            return;
+        };
+        i += 1;
+        if p.rows == 0 {
+            continue;
+        }
+        let run = Pending { ..*p };
+        p.rows = 0;
+        flush(&run, now);
+    }
 }
 
 #[cold]

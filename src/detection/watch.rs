@@ -131,8 +131,8 @@ pub fn after_statement() {
             return;
         };
         p.relations.extend(tables_with_types(conn, &p.types));
-        for table in leaves(conn, &p.relations) {
-            bring_in_line(conn, table, function);
+        for (table, permanent) in leaves(conn, &p.relations) {
+            bring_in_line(conn, table, permanent, function);
         }
         for trigger in p.triggers {
             enable_replica(conn, trigger, function);
@@ -167,8 +167,8 @@ pub fn watch_all() -> i32 {
             (0..rows.len()).filter_map(|r| rows.oid(r, 1)).collect()
         };
         let mut created = 0;
-        for table in leaves(conn, &relations) {
-            if bring_in_line(conn, table, function) == Some(true) {
+        for (table, permanent) in leaves(conn, &relations) {
+            if bring_in_line(conn, table, permanent, function) == Some(true) {
                 created += 1;
             }
             if let Some((trigger, _)) = trigger_on(conn, table, function) {
@@ -209,26 +209,31 @@ fn tables_with_types(conn: &mut Connection, types: &[Oid]) -> Vec<Oid> {
     (0..rows.len()).filter_map(|r| rows.oid(r, 1)).collect()
 }
 
-/// The permanent plain tables among `relations` and the leaf partitions of partitioned ones.
-/// (`pg_partition_tree` knows only tables in a partition tree.)
-fn leaves(conn: &mut Connection, relations: &[Oid]) -> Vec<Oid> {
+/// The plain tables among `relations` and the leaf partitions of partitioned ones, each with
+/// whether it is permanent (only those are replicated, so only those keep the trigger; a
+/// table made unlogged loses it). (`pg_partition_tree` knows only tables in a partition tree.)
+fn leaves(conn: &mut Connection, relations: &[Oid]) -> Vec<(Oid, bool)> {
     if relations.is_empty() {
         return Vec::new();
     }
     let list: Vec<String> = relations.iter().map(|o| o.to_u32().to_string()).collect();
     let query = CString::new(format!(
         "WITH r(relid) AS (SELECT * FROM pg_catalog.unnest('{{{}}}'::pg_catalog.oid[]))
-         SELECT r.relid FROM r JOIN pg_catalog.pg_class c ON c.oid = r.relid
-          WHERE c.relkind = 'r' AND c.relpersistence = 'p'
+         SELECT r.relid, c.relpersistence OPERATOR(pg_catalog.=) 'p'
+           FROM r JOIN pg_catalog.pg_class c ON c.oid = r.relid
+          WHERE c.relkind = 'r'
          UNION
-         SELECT t.relid::pg_catalog.oid FROM r, pg_catalog.pg_partition_tree(r.relid) t
+         SELECT t.relid::pg_catalog.oid, c.relpersistence OPERATOR(pg_catalog.=) 'p'
+           FROM r, pg_catalog.pg_partition_tree(r.relid) t
            JOIN pg_catalog.pg_class c ON c.oid = t.relid
-          WHERE t.isleaf AND c.relkind = 'r' AND c.relpersistence = 'p'",
+          WHERE t.isleaf AND c.relkind = 'r'",
         list.join(",")
     ))
     .expect("no NUL in the query");
     let rows = conn.select(&query, 0);
-    (0..rows.len()).filter_map(|r| rows.oid(r, 1)).collect()
+    (0..rows.len())
+        .filter_map(|r| Some((rows.oid(r, 1)?, rows.bool(r, 2)?)))
+        .collect()
 }
 
 /// This extension's trigger on `table`, if it has one, and whether it fires on what this
@@ -245,10 +250,15 @@ fn trigger_on(conn: &mut Connection, table: Oid, function: Oid) -> Option<(Oid, 
     Some((rows.oid(0, 1)?, rows.i64(0, 2)? == TGTYPE))
 }
 
-/// Creates or drops the trigger of `table` as its columns require: Some(true) if created,
-/// Some(false) if dropped, None if it was right.
-fn bring_in_line(conn: &mut Connection, table: Oid, function: Oid) -> Option<bool> {
-    let generating = !generating::generating(conn, table).0.is_empty();
+/// Creates or drops the trigger of `table` as its columns and persistence require:
+/// Some(true) if created, Some(false) if dropped, None if it was right.
+fn bring_in_line(
+    conn: &mut Connection,
+    table: Oid,
+    permanent: bool,
+    function: Oid,
+) -> Option<bool> {
+    let generating = permanent && !generating::generating(conn, table).0.is_empty();
     match (generating, trigger_on(conn, table, function)) {
         (true, None) => {
             create(table, function);

@@ -107,6 +107,11 @@ impl Rows<'_> {
             .map(|d| d.value() as i64)
     }
 
+    pub fn bool(&self, row: usize, col: usize) -> Option<bool> {
+        self.datum(row, col, pg_sys::BOOLOID)
+            .map(|d| d.value() != 0)
+    }
+
     pub fn oid(&self, row: usize, col: usize) -> Option<Oid> {
         self.datum(row, col, pg_sys::OIDOID)
             .map(|d| Oid::from(d.value() as u32))

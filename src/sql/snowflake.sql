@@ -144,7 +144,11 @@ BEGIN
     lo := @extschema@.snowflake_from_timestamp(from_ts, layout);
     hi := @extschema@.snowflake_from_timestamp(to_ts, layout);
     -- Layouts of 64 bits (discord, instagram) spend the sign bit on time: their IDs turn
-    -- negative at one moment, and no int8range holds the IDs on both sides of it.
+    -- negative at one moment, and no int8range holds the IDs on both sides of it. A range
+    -- that ends exactly there holds every positive ID from lo on: unbounded above.
+    IF hi OPERATOR(pg_catalog.=) -9223372036854775808 AND lo OPERATOR(pg_catalog.>=) 0 THEN
+        RETURN pg_catalog.int8range(lo, NULL);
+    END IF;
     IF lo > hi THEN
         RAISE EXCEPTION 'the IDs of layout "%" turn negative within this time range', layout
             USING ERRCODE = 'datetime_field_overflow',

@@ -130,9 +130,9 @@ impl Gdid {
 }
 
 fn parse_parts(t: &str) -> Result<Gdid, ParseError> {
-    let mut parts = t
-        .split(':')
-        .map(|p| p.trim_matches(|c: char| c.is_ascii_whitespace()));
+    // Whitespace is allowed around the value only (trimmed by the caller), as uuid's input
+    // allows it: `1 : 2 : 3` is malformed.
+    let mut parts = t.split(':');
     let (Some(era), Some(authority), Some(counter), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
@@ -187,6 +187,26 @@ mod tests {
     }
 
     #[test]
+    fn whitespace_only_around_the_value() {
+        let g = Gdid::new(1, 2, 3).unwrap();
+        assert_eq!(Gdid::parse(" \t1:2:3\n "), Ok(g));
+        for inside in [
+            "1 : 2 : 3",
+            "1 :2:3",
+            "1:2 :3",
+            "1:2: 3",
+            "1\t:\n2:3",
+            "1:2:3 4",
+        ] {
+            assert_eq!(
+                Gdid::parse(inside),
+                Err(ParseError::Malformed),
+                "{inside:?}"
+            );
+        }
+    }
+
+    #[test]
     fn reference_cases() {
         let g = Gdid::new(1293, 3, 57).unwrap();
         assert_eq!(g.to_string(), "1293:3:57");
@@ -227,12 +247,6 @@ mod tests {
             Err(ParseError::OutOfRange(Part::Counter))
         );
         assert_eq!(Gdid::parse("  7:1:2\n"), Ok(Gdid::from_parts(7, 1, 2)));
-        // Azos GDID.TryParse: whitespace around each part.
-        assert_eq!(
-            Gdid::parse("31 : 2:  3123"),
-            Ok(Gdid::from_parts(31, 2, 3123))
-        );
-        assert_eq!(Gdid::parse("\t1\t:\n2 :3 "), Ok(Gdid::from_parts(1, 2, 3)));
         for bad in [
             "1 : : 3",
             "1:2:3 1",

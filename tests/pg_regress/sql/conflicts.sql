@@ -50,6 +50,17 @@ INSERT INTO received VALUES (4194304::bigint * 1001 + 4096 * 5 + 1, '0:6:2');
 RESET session_replication_role;
 SELECT pg_replication_origin_session_reset();
 SELECT kind, node_or_authority, origins, rows_seen FROM snowflake_node_conflicts ORDER BY 1;
+-- Every value counts: those of one transaction reach the table when it commits, not at the
+-- next arrival (which never comes when the session ends).
+SELECT rows_seen AS seen_before FROM snowflake_node_conflicts
+ WHERE kind = 'snowflake node' AND node_or_authority = 5 \gset
+SELECT pg_replication_origin_session_setup('origin_a');
+SET session_replication_role = replica;
+INSERT INTO received SELECT 4194304::bigint * 1010 + 4096 * 5 + i, NULL FROM generate_series(1, 10) i;
+RESET session_replication_role;
+SELECT pg_replication_origin_session_reset();
+SELECT rows_seen - :seen_before AS counted FROM snowflake_node_conflicts
+ WHERE kind = 'snowflake node' AND node_or_authority = 5;
 
 -- Node 9 through two origins: one after the other is a hand-over (a promoted standby behind
 -- a new subscription)...

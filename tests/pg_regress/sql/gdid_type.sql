@@ -8,8 +8,13 @@ SELECT pg_column_size(gdid(1293, 3, 57)) AS bytes;
 SELECT gdid(1293, 3, 57), gdid(1293, 3, 57)::text = '1293:3:57' AS reference;
 SELECT '  1293:3:57  '::gdid AS surrounding_space, '0:0:0'::gdid AS zero,
        '4294967295:15:1152921504606846975'::gdid AS largest;
--- As in Azos GDID.TryParse, whitespace around each part is allowed.
-SELECT '31 : 2:  3123'::gdid AS azos_example, E'1\t:\t2:3\n'::gdid AS tabs;
+-- Whitespace around the value only, as uuid's input allows it (tabs and newlines too); inside
+-- it is malformed (22P02).
+SELECT E'\t1:2:3\n'::gdid AS tabs_around;
+SELECT '31 : 2:  3123'::gdid;
+\echo :LAST_ERROR_SQLSTATE
+SELECT E'1\t:\n2:3'::gdid;
+\echo :LAST_ERROR_SQLSTATE
 -- ...or 24 hex digits (era then id, big-endian), with or without 0x, in either case.
 SELECT '0x00000000100000000000004B'::gdid = gdid(0, 1, 75) AS reference,
        '0X00000000100000000000004b'::gdid = gdid(0, 1, 75) AS upper_prefix,

@@ -39,6 +39,13 @@ SELECT lower(r) IS NULL AND upper(r) IS NULL AS empty_has_null_bounds
 SELECT snowflake_range('2046-01-01', '2047-06-01', 'instagram');
 \echo :LAST_ERROR_SQLSTATE
 SELECT snowflake_range('2047-01-01', '2047-01-02', 'instagram') AS all_negative;
+-- A range that ends exactly at that moment holds only positive IDs, up to the largest: it is
+-- unbounded above.
+SELECT r AS up_to_the_turn, upper_inf(r) AS unbounded_above
+  FROM snowflake_range('2084-01-01+00', snowflake_timestamp(-9223372036854775808, 'discord'),
+                       'discord') r;
+SELECT snowflake_range(snowflake_timestamp(-9223372036854775808, 'discord'),
+                       snowflake_timestamp(-9223372036854775808, 'discord'), 'discord') AS empty_at_the_turn;
 SELECT snowflake_range(NULL, '2026-11-23') IS NULL AS null_in_null_out;
 SELECT snowflake_range('2026-11-23', '2026-11-24', 'nope');
 \echo :LAST_ERROR_SQLSTATE

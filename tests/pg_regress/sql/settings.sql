@@ -45,6 +45,15 @@ SET gdid.authority = '010';
 \echo :LAST_ERROR_SQLSTATE
 SELECT set_config('gdid.authority', '0x1', false);
 \echo :LAST_ERROR_SQLSTATE
+-- Plain digits only, without blanks: SHOW would show them as written.
+SET gdid.authority = ' 3';
+\echo :LAST_ERROR_SQLSTATE
+SET gdid.authority = '3 ';
+\echo :LAST_ERROR_SQLSTATE
+SET gdid.authority = E'\t4\n';
+\echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET snowflake.node_id = ' 7';
+\echo :LAST_ERROR_SQLSTATE
 SHOW gdid.authority;
 ALTER SYSTEM SET snowflake.node_bits = 6;
 \echo :LAST_ERROR_SQLSTATE

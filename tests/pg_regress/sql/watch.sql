@@ -67,6 +67,9 @@ CREATE UNLOGGED TABLE w_unlogged (id snowflake DEFAULT snowflake_next('w16'));
 SELECT count(*) FROM watched WHERE table_name = 'w_unlogged'::regclass;
 ALTER TABLE w_unlogged SET LOGGED;
 SELECT count(*) FROM watched WHERE table_name = 'w_unlogged'::regclass;
+-- ...and made unlogged again, it can no longer be: it loses it.
+ALTER TABLE w_unlogged SET UNLOGGED;
+SELECT count(*) FROM watched WHERE table_name = 'w_unlogged'::regclass;
 
 -- Partitions: each leaf gets it, the partitioned table (which holds no rows) does not;
 -- created as a partition, attached, attached below a sub-partitioned table; detached
