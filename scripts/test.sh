@@ -24,7 +24,12 @@ step() {
     shift
     echo "=== $name"
     local start=$SECONDS
-    if "$@"; then
+    # Every step is bounded: a hang (a test waiting on something that never comes) fails
+    # the step and the run goes on, instead of holding CI until its own limit. Functions of
+    # this shell (machine_restore) run as they are.
+    local run=(timeout --kill-after=30 "${STEP_TIMEOUT:-1800}")
+    declare -F "$1" >/dev/null && run=()
+    if "${run[@]}" "$@"; then
         passed=$((passed + 1))
         echo "=== $name: ok ($((SECONDS - start)) s)"
     else

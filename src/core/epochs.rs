@@ -107,12 +107,20 @@ mod tests {
         let dropped = AtomicBool::new(false);
         let in_use = AtomicU64::new(0);
         let stop = AtomicBool::new(false);
+        // Failures are counted, never asserted inside the scope: a panicking thread would
+        // leave the others spinning (a reader that never exits, a reclaimer that never stops
+        // them), and `cargo test` would hang instead of failing.
+        let (refused_entries, reused_in_use) = (AtomicU64::new(0), AtomicU64::new(0));
         std::thread::scope(|s| {
             for me in 0..7 {
                 let (epochs, dropped, in_use, stop) = (&epochs, &dropped, &in_use, &stop);
+                let refused_entries = &refused_entries;
                 s.spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
-                        assert!(epochs.enter(me));
+                        if !epochs.enter(me) {
+                            refused_entries.fetch_add(1, Ordering::Relaxed);
+                            break;
+                        }
                         if !dropped.load(Ordering::SeqCst) {
                             in_use.fetch_add(1, Ordering::SeqCst);
                             std::hint::spin_loop();
@@ -122,20 +130,25 @@ mod tests {
                     }
                 });
             }
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
             for _ in 0..2_000 {
                 dropped.store(true, Ordering::SeqCst);
                 let d = epochs.advance();
-                while !epochs.all_past(d) {
+                while !epochs.all_past(d) && std::time::Instant::now() < deadline {
                     std::hint::spin_loop();
                 }
-                assert_eq!(
-                    in_use.load(Ordering::SeqCst),
-                    0,
-                    "a reader still uses the slot"
-                );
+                if in_use.load(Ordering::SeqCst) != 0 {
+                    reused_in_use.fetch_add(1, Ordering::Relaxed);
+                }
                 dropped.store(false, Ordering::SeqCst); // reused: a live slot again
             }
             stop.store(true, Ordering::Relaxed);
         });
+        assert_eq!(refused_entries.into_inner(), 0, "a reader could not enter");
+        assert_eq!(reused_in_use.into_inner(), 0, "a reader still used the slot");
+        assert!(
+            epochs.all_past(epochs.advance()),
+            "a reader never left (the wait timed out)"
+        );
     }
 }
