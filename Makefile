@@ -1,6 +1,6 @@
 # The two commands of the README, and a few helpers. Each installs what it needs. `make`
 # alone lists them (make help).
-.PHONY: help demo demo-stop test check regress cluster bench bench-insert bench-gdid bench-detection bench-table bench-lease fuzz install lint package dist
+.PHONY: help demo demo-stop test check regress cluster bench bench-insert bench-gdid bench-detection bench-table bench-lease bench-compare fuzz install lint package dist
 .DEFAULT_GOAL := help
 PG ?= 15
 
@@ -41,6 +41,9 @@ bench-table:     ## snowflake, gdid, bigserial, UUIDv4, UUIDv7 keys on a large t
 
 bench-lease:     ## what one lease extension costs (setval and WAL flush), a name's first use, a new name
 	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/lease.sh
+
+bench-compare:   ## the generators of release 0.3.0 (or VERSION=) beside this build's, in one run, PostgreSQL 15
+	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/compare.sh $(VERSION)
 
 bench-detection: ## what noticing shared node numbers costs: the trigger on the apply path and on local inserts
 	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/detection.sh
