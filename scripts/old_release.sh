@@ -9,9 +9,10 @@
 # VERSION is a release below (its commit in this repository's history), PG_CONFIG the
 # PostgreSQL to copy (pgversions.sh). Everything is cached under .build/releases/VERSION/:
 #   src/             the release's tree (git archive of its commit)
-#   target/PGVER/    its cargo target directory, per PostgreSQL version (15.20, 15.18, ...),
-#                    seeded from the current build's target directory of that major (the
-#                    dependencies are the same: only the extension's crate compiles)
+#   target-PGVER/    its cargo target directory while it builds for a PostgreSQL version
+#                    (15.20, 15.18, ...), seeded from the current build's target directory of
+#                    that major (the dependencies are the same: only the extension's crate
+#                    compiles); removed once the installation below is complete (about 1 GB)
 #   pg-PGVER/        the private installation: PG_CONFIG's directories copied to the same
 #                    absolute paths below it (PostgreSQL finds its files relative to its
 #                    bindir, so the copy is self-contained; Debian's split layout included),
@@ -71,7 +72,7 @@ fi
 # Its target directory, seeded from the current build's for this major (scripts/install.sh:
 # target/ for 15, target/pgNN otherwise), without the current crate's own artifacts. A plain
 # copy, not hard links: the build writes into it.
-target=$cache/target/$pgver
+target=$cache/target-$pgver
 main_target=$root/target
 [ "$major" = 15 ] || main_target=$root/target/pg$major
 if [ ! -d "$target/release" ] && [ -d "$main_target/release/deps" ]; then
@@ -132,5 +133,6 @@ if ! runuser -u postgres -- test -x "$install$bindir/postgres"; then
     exit 1
 fi
 touch "$install/.complete"
+rm -rf "$target"
 echo "figures: old_release: snowflake_id $version for PostgreSQL $pgver built in $built s, ready in $((SECONDS - start)) s" >&2
 echo "$install$bindir/pg_config"
