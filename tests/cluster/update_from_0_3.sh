@@ -10,11 +10,14 @@
 # snowflake sequence and its lease about 10 s further ahead, values handed out and never
 # stored, sequences no table names. Proved here:
 #
-# 1. live: three sessions keep inserting into both databases while they are updated one
-#    after the other. Until its database is updated every insert is refused with 55000 (the
-#    current library does not generate for a 0.3.0 database), afterwards every one succeeds;
-#    no other error, no duplicate key, and every key made after the update is above every
-#    key and every value handed out before it, per sequence. Then, after a checkpoint, the
+# 1. live: in each of two databases three sessions, connections held open across the update
+#    (a pool's), keep trying to insert while the databases are updated one after the other.
+#    Until its database is updated every insert is refused with 55000 (the current library
+#    does not generate for a 0.3.0 database), afterwards every one succeeds, in the same
+#    backend; no other error, no duplicate key, and every key made after the update is above
+#    every key and every value handed out before it, per sequence (also those of sequences
+#    no table names). The server starts with 0.3.0's configuration, two settings the current
+#    release ignores included. Then, after a checkpoint, the
 #    lease file is removed (the README's last step) and after a restart generation goes on
 #    above everything, without resource manager 128.
 # 2. crash: kill -9 of the 0.3.0 server right after it generated, then the current release
@@ -33,7 +36,9 @@ new_bin=$PG_BINDIR
 start=$SECONDS
 old_bin=$(release_bindir 0.3.0) || fail "could not build release 0.3.0"
 echo "figures: release 0.3.0 ready in $((SECONDS - start)) s ($old_bin)"
-settings=("${KEYS_SETTINGS[@]}" "checkpoint_timeout = '1h'" "max_wal_size = '1GB'")
+# With two settings 0.3.0 had and the current release ignores, as a 0.3.0 configuration may.
+settings=("${KEYS_SETTINGS[@]}" "checkpoint_timeout = '1h'" "max_wal_size = '1GB'"
+    "snowflake.max_sequences = 8192" "snowflake.max_sequences_per_database = 256")
 
 # legacy_server NAME DBS...: a new server running 0.3.0 (started), its clock 90 s ahead, each
 # of DBS filled by KEYS_FILL; prints its directory.
@@ -53,18 +58,38 @@ legacy_server() {
     echo "$dir"
 }
 
-# update DIR DB: ALTER EXTENSION snowflake_id UPDATE in DB; prints how long it took (ms).
+# update DIR DB [HOLD]: ALTER EXTENSION snowflake_id UPDATE in DB, its transaction held open
+# HOLD seconds more (default 0). Prints how long the update took (ms), when it had run and
+# when COMMIT was about to be sent (seconds since the epoch).
 update() {
-    local t0 t1
-    t0=$(date +%s%N)
-    pg_psql "$1" -d "$2" -qc "ALTER EXTENSION snowflake_id UPDATE" || fail "ALTER EXTENSION UPDATE in $2 failed"
-    t1=$(date +%s%N)
-    echo $(((t1 - t0) / 1000000))
+    local t0 t1 t2
+    t0=$(date +%s.%N)
+    pg_psql "$1" -d "$2" -q -c "BEGIN" -c "ALTER EXTENSION snowflake_id UPDATE" \
+        -c "\\set t1 \`date +%s.%N\`" -c "SELECT pg_sleep(${3:-0})" \
+        -c "\\set t2 \`date +%s.%N\`" -c "COMMIT" -c "\\echo :t1 :t2" >"$CLUSTER_ROOT/update.out" ||
+        fail "ALTER EXTENSION UPDATE in $2 failed"
+    read -r t1 t2 <<<"$(tail -n 1 "$CLUSTER_ROOT/update.out")"
+    echo "$(python3 -c "print(round(($t1 - $t0) * 1000))") $t1 $t2"
 }
 
 ## 1. live
 dbs=(app1 app2)
 live=$(legacy_server live "${dbs[@]}")
+for db in "${dbs[@]}"; do
+    PG_BINDIR=$old_bin pg_psql "$live" -d "$db" -q <<'SQL'
+CREATE FUNCTION attempt() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    keys text;
+BEGIN
+    WITH o AS (INSERT INTO orders (era) VALUES ('new') RETURNING id),
+         i AS (INSERT INTO invoices (era) VALUES ('new') RETURNING id)
+    SELECT o.id || ' ' || i.id INTO keys FROM o, i;
+    RETURN pg_backend_pid() || ' ' || extract(epoch FROM clock_timestamp()) || ' ok ' || keys;
+EXCEPTION WHEN OTHERS THEN
+    RETURN pg_backend_pid() || ' ' || extract(epoch FROM clock_timestamp()) || ' error ' || SQLSTATE;
+END $$;
+SQL
+done
 # A 0.3.0 dump for case 3, taken now, with 0.3.0's own pg_dump.
 "$old_bin/pg_dump" -h "$live" -p "$(pg_port_of "$live")" -U postgres -d app1 >"$CLUSTER_ROOT/app1.sql" ||
     fail "pg_dump of 0.3.0 failed"
@@ -73,77 +98,86 @@ pg_start "$live" # the current release, same data directory
 grep -q 'registered custom resource manager "snowflake_id" with ID 128' "$live/server.log" ||
     fail "the current release did not register 0.3.0's resource manager, with the lease file present"
 
-# inserter N: one psql per attempt (at most 3000, 90 s), until $work/stop exists: a row into
-# orders and invoices of app1 or app2 in turn, one transaction; each outcome goes to
-# $work/session.N as "ok DB ID GDID" or "error DB SQLSTATE".
+# The sessions are connections held open across the update (a pool's), each a psql fed one
+# statement every 10 ms: attempt(), which inserts a row into orders and invoices in one
+# statement and reports the outcome on one line, "PID TIME ok ID GDID" or "PID TIME error
+# SQLSTATE"
+# (an error is caught in the function: the next attempt goes on in the same backend).
 work=$CLUSTER_ROOT/sessions
 mkdir -p "$work"
-inserter() {
-    local i db out err state deadline=$((SECONDS + 90))
-    for ((i = 0; i < 3000 && SECONDS < deadline; i++)); do
-        [ -f "$work/stop" ] && return 0
-        db=${dbs[i % 2]}
-        if out=$("$new_bin/psql" -X -Atq -h "$live" -p "$(pg_port_of "$live")" -U postgres -d "$db" \
-            -c '\set VERBOSITY sqlstate' \
-            -c "WITH o AS (INSERT INTO orders (era) VALUES ('new') RETURNING id),
-                     i AS (INSERT INTO invoices (era) VALUES ('new') RETURNING id)
-                SELECT o.id || ' ' || i.id FROM o, i" 2>"$work/err.$1"); then
-            echo "ok $db $out" >>"$work/session.$1"
-        else
-            err=$(cat "$work/err.$1")
-            state=$(sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\).*/\1/p' <<<"$err" | head -n 1)
-            [ -n "$state" ] || state="none: $(tr '\n' ' ' <<<"$err")"
-            echo "error $db $state" >>"$work/session.$1"
-            sleep 0.02
-        fi
-    done
+chmod 777 "$work"
+# session_loop DB N: a session of DB until $work/stop exists (at most 5000 attempts, 90 s);
+# its lines go to $work/DB.N.
+session_loop() {
+    local i deadline=$((SECONDS + 90))
+    for ((i = 0; i < 5000 && SECONDS < deadline; i++)); do
+        [ -f "$work/stop" ] && break
+        echo "SELECT attempt();"
+        sleep 0.01
+    done | "$new_bin/psql" -X -Atq -h "$live" -p "$(pg_port_of "$live")" -U postgres -d "$1" \
+        >>"$work/$1.$2" 2>>"$work/$1.$2.err"
 }
-# refused_in N DB / ok_in N DB COUNT: what session N has seen in DB so far; for wait_until.
-refused_in() { grep -q "^error $2 " "$work/session.$1"; }
-ok_in() { [ "$(grep -c "^ok $2 " "$work/session.$1")" -ge "$3" ]; }
+# refused_in DB N / ok_in DB N COUNT: what session N of DB has seen so far; for wait_until.
+refused_in() { grep -q "^[0-9]* [0-9.]* error " "$work/$1.$2"; }
+ok_in() { [ "$(grep -c "^[0-9]* [0-9.]* ok " "$work/$1.$2")" -ge "$3" ]; }
 
-touch "$work"/session.{1,2,3}
 sessions=()
-for n in 1 2 3; do
-    inserter "$n" &
-    sessions+=($!)
+for db in "${dbs[@]}"; do
+    for n in 1 2 3; do
+        touch "$work/$db.$n"
+        session_loop "$db" "$n" &
+        sessions+=($!)
+    done
 done
-for n in 1 2 3; do
-    for db in "${dbs[@]}"; do
-        wait_until 30 "session $n refused in $db before the update" refused_in "$n" "$db"
+for db in "${dbs[@]}"; do
+    for n in 1 2 3; do
+        wait_until 30 "session $n of $db refused before the update" refused_in "$db" "$n"
     done
 done
 took=()
+declare -A window
 for db in "${dbs[@]}"; do
-    took+=("$db $(update "$live" "$db") ms")
-    echo "updated $db while three sessions insert"
+    read -r ms altered committed <<<"$(update "$live" "$db" 0.5)"
+    took+=("$db $ms ms")
+    window[$db]="$altered $committed"
+    echo "updated $db while three sessions try to insert into it (its transaction held open 0.5 s more)"
 done
-for n in 1 2 3; do
-    for db in "${dbs[@]}"; do
-        wait_until 60 "20 inserts by session $n into $db after the update" ok_in "$n" "$db" 20
+for db in "${dbs[@]}"; do
+    for n in 1 2 3; do
+        wait_until 60 "20 inserts by session $n of $db after the update" ok_in "$db" "$n" 20
     done
 done
 touch "$work/stop"
 wait "${sessions[@]}"
 
-cat "$work"/session.{1,2,3} >"$work/all"
-refused=$(grep -c '^error [^ ]* 55000' "$work/all" || true)
-inserted=$(grep -c '^ok ' "$work/all" || true)
-if grep -v '^ok \|^error [^ ]* 55000' "$work/all" | head -n 5 | grep .; then
-    fail "an insert failed otherwise than with 55000 before the update (above)"
-fi
-# Each session: refused until its database was updated, then never again.
-for n in 1 2 3; do
-    for db in "${dbs[@]}"; do
-        grep "^[a-z]* $db " "$work/session.$n" | awk '{print $1}' | uniq | tr '\n' ' ' | grep -qx 'error ok ' ||
-            fail "session $n in $db: not refused until the update and then inserting: $(grep "^[a-z]* $db " "$work/session.$n" | awk '{print $1}' | uniq -c | tr '\n' ' ')"
+refused=0
+inserted=0
+during=0
+for db in "${dbs[@]}"; do
+    for n in 1 2 3; do
+        f=$work/$db.$n
+        ! grep . "$f.err" || fail "session $n of $db: psql reported an error (above)"
+        if grep -v '^[0-9]* [0-9.]* ok \|^[0-9]* [0-9.]* error 55000$' "$f" | head -n 5 | grep .; then
+            fail "session $n of $db: an insert failed otherwise than with 55000 (above)"
+        fi
+        # One backend throughout; refused until its database was updated, then never again.
+        [ "$(awk '{print $1}' "$f" | sort -u | wc -l)" = 1 ] || fail "session $n of $db: more than one backend"
+        awk '{print $3}' "$f" | uniq | tr '\n' ' ' | grep -qx 'error ok ' ||
+            fail "session $n of $db: not refused until the update and then inserting: $(awk '{print $3}' "$f" | uniq -c | tr '\n' ' ')"
+        # Refused while the update's transaction was open, from the ALTER to the COMMIT.
+        read -r altered committed <<<"${window[$db]}"
+        awk -v a="$altered" -v c="$committed" '$2 >= a && $2 < c && $3 == "ok" {exit 1}' "$f" ||
+            fail "session $n of $db: inserted before the update committed"
+        during=$((during + $(awk -v a="$altered" -v c="$committed" '$2 >= a && $2 < c' "$f" | wc -l)))
+        refused=$((refused + $(grep -c ' error ' "$f")))
+        inserted=$((inserted + $(grep -c ' ok ' "$f")))
     done
 done
-echo "ok: $refused inserts refused with 55000 before the update of their database, $inserted inserted after it; no other error, no duplicate key"
+echo "ok: $refused inserts refused with 55000 before the update of their database ($during of them while its transaction was open), $inserted inserted after it, each session in one backend throughout; no other error, no duplicate key"
 for db in "${dbs[@]}"; do
     keys_check live "$live" "$db" 0
 done
-echo "figures: ALTER EXTENSION snowflake_id UPDATE under three inserting sessions: ${took[*]}"
+echo "figures: ALTER EXTENSION snowflake_id UPDATE while three sessions try to insert: ${took[*]}"
 
 # The README's last step: after a checkpoint the lease file is no longer needed. After a
 # restart without it, what the updated sequences make is above what they made before.
