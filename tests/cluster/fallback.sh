@@ -10,13 +10,14 @@
 #    newest keys are this server's (found at once); medians of ROUNDS first inserts, each
 #    after ALTER SEQUENCE ... RESTART made the sequences fresh again;
 # 2. partitioned tables and inheritance children: their keys count;
-# 3. 16 sessions meeting a fresh sequence at the same moment, and a name never used before
-#    (made by the first use): none fails, none repeats a key;
+# 3. 16 sessions meeting a fresh sequence at the same moment: none fails, none repeats a key;
 # 4. a first use cut short, while its search waits for a table locked by another session, by
 #    statement_timeout and by pg_cancel_backend: the session goes on, the sequence is still
 #    fresh, and the next first use starts above every key;
 # 5. another session's temporary table with the DEFAULT is not read (it cannot be), and does
-#    not stop a first use.
+#    not stop a first use;
+# 6. 16 sessions meeting a name never used before at the same moment (its sequences made by
+#    the first use): none fails, none repeats a value.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap cleanup_with_jobs EXIT
@@ -150,24 +151,6 @@ expect "$db" "SELECT count(*) - $before FROM own_node" "1600"
 distinct own_node
 expect "$db" "SELECT count(*) FROM own_node WHERE gdid_authority(g) = 1 AND gdid_counter(g) <= $ROWS" "1000"
 echo "ok: 16 sessions met the fresh sequences at once; 1600 rows, none repeated"
-# The same for a name never used before: its sequences are made by the first use.
-pg_psql "$db" -d postgres -qc "CREATE TABLE met (id bigint, g gdid)"
-send gate "SELECT pg_advisory_lock(43);"
-wait_until 10 "the gate" sql_is "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 43 AND granted" 1
-pids=()
-for s in $(seq 1 16); do
-    session "$db" -c "SELECT pg_advisory_lock_shared(43)" \
-        -c "INSERT INTO met SELECT snowflake_next('met_at_once'), gdid_next('fallback', 'met_at_once')" \
-        >"$CLUSTER_ROOT/met_$s.log" 2>&1 &
-    pids+=($!)
-done
-wait_until 30 "16 sessions at the gate" sql_is "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 43 AND NOT granted" 16
-send gate "SELECT pg_advisory_unlock(43);"
-failed=0
-for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
-[ "$failed" = 0 ] || { grep -h ERROR "$CLUSTER_ROOT"/met_*.log | sort | uniq -c; fail "$failed of 16 sessions failed to meet a new name at once"; }
-expect "$db" "SELECT count(DISTINCT id) || ' ' || count(DISTINCT g) FROM met" "16 16"
-echo "ok: 16 sessions met a new name at once"
 
 # 4. A first use cut short. archive takes its DEFAULTs from other_node's sequences, and holds
 # the newest key of node 1 (20 s further ahead than any other); while another session holds
@@ -219,4 +202,24 @@ expect "$db" "SELECT max(gdid_counter(g)) < 99000000 FROM own_node WHERE gdid_au
 distinct own_node
 close_session stager
 echo "ok: another session's temporary table is not read"
+# 6. 16 sessions meeting a name never used before at the same moment: its sequences are made
+# by the first use.
+pg_psql "$db" -d postgres -qc "CREATE TABLE met (id bigint, g gdid)"
+send gate "SELECT pg_advisory_lock(43);"
+wait_until 10 "the gate" sql_is "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 43 AND granted" 1
+pids=()
+for s in $(seq 1 16); do
+    session "$db" -c "SELECT pg_advisory_lock_shared(43)" \
+        -c "INSERT INTO met SELECT snowflake_next('met_at_once'), gdid_next('fallback', 'met_at_once')" \
+        >"$CLUSTER_ROOT/met_$s.log" 2>&1 &
+    pids+=($!)
+done
+wait_until 30 "16 sessions at the gate" sql_is "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 43 AND NOT granted" 16
+send gate "SELECT pg_advisory_unlock(43);"
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
+[ "$failed" = 0 ] || { grep -h ERROR "$CLUSTER_ROOT"/met_*.log | sort | uniq -c; fail "$failed of 16 sessions failed to meet a new name at once"; }
+expect "$db" "SELECT count(DISTINCT id) || ' ' || count(DISTINCT g) FROM met" "16 16"
+echo "ok: 16 sessions met a new name at once"
+close_session gate
 echo "fallback: ok"
