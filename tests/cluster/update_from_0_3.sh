@@ -31,6 +31,19 @@
 #    keys (the fallback, no lease travels in a 0.3.0 dump), no duplicate key.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+# On exit, the sessions of case 1 end before cleanup. (Not lib.sh's cleanup_with_jobs: its
+# `(exit "$status")` ends the trap under set -e when a test failed, and cleanup never ran.)
+end_sessions_then_cleanup() {
+    local status=$? pid
+    set +e
+    for pid in $(jobs -p); do
+        pkill -P "$pid" 2>/dev/null
+        kill "$pid" 2>/dev/null
+    done
+    (exit "$status")
+    cleanup
+}
+trap end_sessions_then_cleanup EXIT
 
 new_bin=$PG_BINDIR
 start=$SECONDS
