@@ -1,6 +1,6 @@
 # The two commands of the README, and a few helpers. Each installs what it needs. `make`
 # alone lists them (make help).
-.PHONY: help demo demo-stop test check regress cluster bench bench-insert bench-gdid bench-detection bench-table bench-lease bench-compare fuzz install lint package dist
+.PHONY: help demo demo-stop test check regress cluster docs-test bench bench-insert bench-gdid bench-detection bench-table bench-lease bench-compare fuzz install lint package dist
 .DEFAULT_GOAL := help
 PG ?= 15
 
@@ -24,6 +24,9 @@ regress:         ## one pg_regress file: make regress T=decode [PG=18] (tests/pg
 
 cluster:         ## one cluster test: make cluster T=concurrency [PG=17] (tests/cluster/T.sh)
 	PG=$(PG) bash scripts/dev.sh cluster "$(T)"
+
+docs-test:       ## the SQL examples of README.md and docs/ against the installed build: make docs-test [PG=17]
+	PG_CONFIG=/usr/lib/postgresql/$(PG)/bin/pg_config bash tests/docs.sh
 
 bench:           ## every generator against nextval, uuids and a bare loop, PostgreSQL 15 and 18; a chart
 	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting and clippy, pure Rust tests, then, for PostgreSQL 15, 17
-# and 18 in turn, the installed extension under pg_regress and the multi-instance cluster
-# tests; then what spans majors (pg_upgrade from one to another) and the Debian packages.
+# and 18 in turn, the installed extension under pg_regress, the SQL examples of the docs and
+# the multi-instance cluster tests; then what spans majors (pg_upgrade from one to another)
+# and the Debian packages.
 # Prints "N passed, N failed" at the end.
 #
 # It leaves the machine as it found it (scripts/machine.sh): a running demo is stopped while
@@ -46,6 +47,7 @@ for pg_config in "${PG_CONFIGS[@]}"; do
     export PG_CONFIG=$pg_config
     step "build and install (PostgreSQL $pg)" bash scripts/install.sh
     step "pg_regress (PostgreSQL $pg)" bash scripts/regress.sh
+    step "docs examples (PostgreSQL $pg)" bash tests/docs.sh
     for t in tests/cluster/*.sh; do
         [ "$(basename "$t")" = lib.sh ] && continue
         # A test that applies to some majors only says which ("# majors: 15"), and why.
