@@ -114,11 +114,10 @@ grep -q 'registered custom resource manager "snowflake_id" with ID 128' "$live/s
 # The sessions are connections held open across the update (a pool's), each a psql fed one
 # statement every 10 ms: attempt(), which inserts a row into orders and invoices in one
 # statement and reports the outcome on one line, "PID TIME ok ID GDID" or "PID TIME error
-# SQLSTATE"
-# (an error is caught in the function: the next attempt goes on in the same backend).
+# SQLSTATE" (an error is caught in the function: the next attempt goes on in the same
+# backend).
 work=$CLUSTER_ROOT/sessions
 mkdir -p "$work"
-chmod 777 "$work"
 # session_loop DB N: a session of DB until $work/stop exists (at most 5000 attempts, 90 s);
 # its lines go to $work/DB.N.
 session_loop() {
@@ -215,7 +214,7 @@ pg_stop "$live"
 # crash NAME [file-behind-wal]: a 0.3.0 server filled, killed at once, started with the
 # current release, updated.
 crash() {
-    local dir copy redo
+    local dir copy redo ms
     dir=$(PG_BINDIR=$old_bin instance "$1" "${settings[@]}")
     PG_BINDIR=$old_bin pg_start "$dir" "${ahead[@]}"
     PG_BINDIR=$old_bin pg_psql "$dir" -d postgres -qc "CREATE DATABASE app"
@@ -241,7 +240,8 @@ crash() {
     grep -q 'redo starts' "$dir/server.log" || fail "$1: no crash recovery"
     # Replay wrote 0.3.0's lease records into the file (into the empty one: all of them).
     [ -s "$dir/data/snowflake_id/leases" ] || fail "$1: the lease file is empty after replay"
-    echo "$1: the current release recovered from 0.3.0's crash: $(update "$dir" app) ms for the update"
+    read -r ms _ <<<"$(update "$dir" app)"
+    echo "$1: the current release recovered from 0.3.0's crash; the update took $ms ms"
     keys_check "$1" "$dir" app 5000
     pg_stop "$dir"
 }
