@@ -381,9 +381,11 @@ keys_check() {
 # background loops sets it as its trap: trap cleanup_with_jobs EXIT.
 cleanup_with_jobs() {
     local status=$? pid
+    # errexit off: (exit "$status") hands cleanup the test's status, and must not end the trap.
+    set +e
     for pid in $(jobs -p); do
-        pkill -P "$pid" 2>/dev/null || true
-        kill "$pid" 2>/dev/null || true
+        pkill -P "$pid" 2>/dev/null
+        kill "$pid" 2>/dev/null
     done
     (exit "$status")
     cleanup

@@ -38,7 +38,7 @@ echo "snowflake sequences: $sf_def; gdid sequences: $g_def"
 # make NAME_EXPRESSION DEFINITION KIND: the sequences of one kind, named by the expression.
 start=$(date +%s.%N)
 make() {
-    session "$db" -c "DO \$\$
+    timeout 600 "$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$db" -p "$(pg_port_of "$db")" -U postgres -d postgres -c "DO \$\$
 BEGIN
     FOR b IN 0..$((HALF / 1000 - 1)) LOOP
         FOR i IN b * 1000 + 1 .. b * 1000 + 1000 LOOP
