@@ -35,7 +35,7 @@ QUERIES=(
     "INSERT INTO orders SELECT FROM generate_series(1, 50) RETURNING id, g;"
     "INSERT INTO orders SELECT FROM generate_series(1, 50) RETURNING id, g;"
     "SELECT snowflake_next('orders'), gdid_next('shop', 'orders');"
-    "SELECT (SELECT max(i) FROM snowflake_next_batch('orders', 50000) i), (SELECT max(x) FROM gdid_next_block('shop', 'orders', 2000) x);"
+    "SELECT (SELECT max(i) FROM snowflake_next_batch('orders', 100000) i), (SELECT max(x) FROM gdid_next_block('shop', 'orders', 2000) x);"
 )
 # client N: runs its query in sessions of 20 until $CLUSTER_ROOT/stop exists (at most 2,000
 # sessions); every row it receives goes to $out/cN as "id|gdid" (for the batches, their
@@ -125,20 +125,6 @@ done
 standby="$CLUSTER_ROOT/standby"
 restored="$CLUSTER_ROOT/restored"
 
-# 1. The standby streams on while the clients go on; then the clients stop, the standby
-# replays everything the primary flushed, the primary is killed and the standby promoted.
-pg_start "$standby"
-target=$(($(counts | tr ' ' '+')))
-target=$((target + 2000))
-wait_until 60 "2000 more rows with the standby streaming" lines_at_least "$target" "$out"/c*
-touch "$CLUSTER_ROOT/stop"
-for p in "${pids[@]}"; do wait "$p"; done
-final_lsn=$(sql "$primary" "SELECT pg_current_wal_flush_lsn()")
-wait_until 60 "the standby to replay $final_lsn" \
-    sql_is "$standby" "SELECT pg_last_wal_replay_lsn() >= '$final_lsn'" t
-pg_kill9 "$primary"
-as_postgres "$PG_BINDIR/pg_ctl" -D "$standby/data" -w -t 60 promote >/dev/null || fail "promotion failed"
-
 # new DIR NAME: 10,000 rows inserted, 1,000 values of each kind called for and a batch, into
 # $out/NAME.
 new() {
@@ -163,21 +149,37 @@ check() {
     expect "$dir" "SELECT (SELECT min(id) FROM new_$name) > (SELECT max(id) FROM seen_$name)" t
     expect "$dir" "SELECT (SELECT min(g) FROM new_$name) > (SELECT max(g) FROM seen_$name)" t
 }
+
+# 1. The backup restored on its own (first, while the sequence is still far ahead of the
+# clock): recovery to its end, then a new primary.
+pg_start "$restored"
+wait_until 60 "the restored backup to leave recovery" sql_is "$restored" "SELECT pg_is_in_recovery()" f
+since=$(python3 -c "print(round($(date +%s.%N) - $backup_end_time, 1))")
+new "$restored" restored
+python3 -c "import sys; sys.exit(not $since < $ahead_at_end)" ||
+    fail "the copy generated $since s after the backup, later than the $ahead_at_end s the sequence ran ahead: time alone put its IDs above"
+# shellcheck disable=SC2086
+check "$restored" restored $covered
+echo "figures: restored backup: above all $(($(echo "$covered" | tr ' ' '+'))) rows returned up to the backup's end ($covered_during of them during the backup); it generated $since s after the backup's end, when the sequence had been $ahead_at_end s ahead"
+
+# 2. The standby streams on while the clients go on; then the clients stop, the standby
+# replays everything the primary flushed, the primary is killed and the standby promoted.
+pg_start "$standby"
+target=$(($(counts | tr ' ' '+')))
+target=$((target + 2000))
+wait_until 60 "2000 more rows with the standby streaming" lines_at_least "$target" "$out"/c*
+touch "$CLUSTER_ROOT/stop"
+for p in "${pids[@]}"; do wait "$p"; done
+final_lsn=$(sql "$primary" "SELECT pg_current_wal_flush_lsn()")
+wait_until 60 "the standby to replay $final_lsn" \
+    sql_is "$standby" "SELECT pg_last_wal_replay_lsn() >= '$final_lsn'" t
+pg_kill9 "$primary"
+as_postgres "$PG_BINDIR/pg_ctl" -D "$standby/data" -w -t 60 promote >/dev/null || fail "promotion failed"
+
 new "$standby" promoted
 all=$(counts)
 # shellcheck disable=SC2086
 check "$standby" promoted $all
 echo "figures: promoted standby: above all $(($(echo "$all" | tr ' ' '+'))) rows the primary returned ($during during the backup); first new ID $(sql "$standby" "SELECT (SELECT min(snowflake_timestamp(id)) FROM new_promoted) - (SELECT max(snowflake_timestamp(id)) FROM seen_promoted)") above the last old one (still $(sql "$standby" "SELECT date_trunc('second', (SELECT max(snowflake_timestamp(id)) FROM seen_promoted) - now())") ahead of the clock now)"
 
-# 2. The backup restored on its own: recovery to its end, then a new primary.
-pg_start "$restored"
-wait_until 60 "the restored backup to leave recovery" sql_is "$restored" "SELECT pg_is_in_recovery()" f
-new "$restored" restored
-since=$(python3 -c "print(round($(date +%s.%N) - $backup_end_time, 1))")
-python3 -c "import sys; sys.exit(not $since < $ahead_at_end)" ||
-    fail "the copy generated $since s after the backup, later than the $ahead_at_end s the sequence ran ahead: time alone put its IDs above"
-# shellcheck disable=SC2086
-check "$restored" restored $covered
-later=$(python3 -c "print(sum(map(int, '$all'.split())) - sum(map(int, '$covered'.split())))")
-echo "figures: restored backup: above all $(($(echo "$covered" | tr ' ' '+'))) rows returned up to the backup's end ($covered_during of them during the backup); $later rows returned later are not its to know; it generated $since s after the backup's end, when the sequence had been $ahead_at_end s ahead"
 echo "backup_replay: ok"
