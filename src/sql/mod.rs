@@ -10,6 +10,8 @@ pub(crate) mod gdid_datum;
 pub(crate) mod gdid_ops;
 pub(crate) mod snowflake;
 pub(crate) mod sqlfn;
+#[cfg(test)]
+mod update_check;
 
 /// Every SQL function the library declares, by module (see `sqlfn`): a test compares them
 /// with the scripts.
