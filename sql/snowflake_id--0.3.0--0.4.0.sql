@@ -126,3 +126,210 @@ CREATE VIEW gdid_sequences AS
 GRANT SELECT ON gdid_sequences TO PUBLIC;
 COMMENT ON VIEW gdid_sequences IS
     'The gdid sequences of this database: position, durable lease, and what the cache knows of each';
+
+-- Node numbers and authorities claimed from a registry (snowflake.node_id = auto, gdid.authority
+-- = auto): the registry's table and functions, and this server's side (src/sql/node.sql).
+CREATE TABLE snowflake_registry (
+    kind text NOT NULL CHECK (kind IN ('node', 'authority')),
+    registry_group text NOT NULL,
+    number integer NOT NULL CHECK (number >= 0),
+    holder text NOT NULL,
+    claimed_at timestamptz NOT NULL,
+    renewed_at timestamptz NOT NULL,
+    lease_until timestamptz NOT NULL,
+    reusable_after timestamptz NOT NULL,
+    era_floor bigint NOT NULL DEFAULT 0,
+    released boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (kind, registry_group, number)
+);
+COMMENT ON TABLE snowflake_registry IS
+    'Node numbers and gdid authorities that servers with snowflake.node_id = auto or gdid.authority = auto claimed from this database';
+-- Claims are data: a dump of the registry keeps them.
+SELECT pg_catalog.pg_extension_config_dump('snowflake_registry', '');
+REVOKE ALL ON snowflake_registry FROM PUBLIC;
+
+-- Claims a number for `holder`: the one it holds already (a restart of the same server), or
+-- else the lowest number nobody holds and nobody may still be generating under. Returns the
+-- number, the end of its lease, the era floor, and this registry's identity (its system
+-- identifier and database), which the holder checks at every renewal: two registries must
+-- never both hand out numbers to one group.
+CREATE FUNCTION snowflake_registry_claim(
+        kind text, registry_group text, holder text, max_number integer,
+        lease interval, hold_after interval,
+        OUT number integer, OUT lease_until timestamptz, OUT era_floor bigint,
+        OUT registry text)
+    VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql AS $claim$
+DECLARE
+    mine record;
+    held text;
+BEGIN
+    IF kind NOT IN ('node', 'authority') THEN
+        RAISE EXCEPTION 'unknown kind of number "%"', kind USING ERRCODE = '22023';
+    END IF;
+    IF max_number < 0 OR lease <= interval '0' OR hold_after < interval '0' THEN
+        RAISE EXCEPTION 'invalid claim parameters' USING ERRCODE = '22023';
+    END IF;
+    -- One claim at a time, whatever the kind and group: a claim reads every number of its
+    -- group before it takes one. (Renewals wait for it too: a few milliseconds.)
+    LOCK TABLE @extschema@.snowflake_registry IN SHARE ROW EXCLUSIVE MODE;
+    registry := (SELECT s.system_identifier::text FROM pg_catalog.pg_control_system() s)
+                OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) current_database();
+
+    SELECT r.number, r.era_floor INTO mine
+      FROM @extschema@.snowflake_registry r
+     WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
+       AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
+       AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_claim.holder
+       AND NOT r.released AND r.number OPERATOR(pg_catalog.<=) max_number
+     ORDER BY r.number LIMIT 1;
+    IF FOUND THEN
+        -- The same server again (a restart): nobody else may have held the number since.
+        number := mine.number;
+        era_floor := mine.era_floor;
+    ELSE
+        SELECT n INTO number
+          FROM pg_catalog.generate_series(0, max_number) n
+         WHERE NOT EXISTS (
+                   SELECT FROM @extschema@.snowflake_registry r
+                    WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
+                      AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
+                      AND r.number OPERATOR(pg_catalog.=) n
+                      AND r.reusable_after OPERATOR(pg_catalog.>=) pg_catalog.now())
+         ORDER BY n LIMIT 1;
+        IF number IS NULL THEN
+            SELECT pg_catalog.string_agg(pg_catalog.format('%s (%s)', r.number, r.holder),
+                                         ', ' ORDER BY r.number)
+              INTO held
+              FROM (SELECT * FROM @extschema@.snowflake_registry r
+                     WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
+                       AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
+                     ORDER BY r.number LIMIT 8) r;
+            RAISE EXCEPTION 'every % number of group "%" (0 .. %) is held', snowflake_registry_claim.kind,
+                snowflake_registry_claim.registry_group, max_number
+                USING ERRCODE = '53400',
+                      DETAIL = pg_catalog.format('Holders: %s%s.', held,
+                          CASE WHEN max_number OPERATOR(pg_catalog.>=) 8 THEN ', and others' ELSE '' END),
+                      HINT = 'A number comes free when its holder gives it back (snowflake_node_detach) or its lease has passed; or use another snowflake.registry_group for servers whose values never meet.';
+        END IF;
+        -- A new holder's gdids are of an era above every era of the group's authorities so
+        -- far: above what an earlier holder of this authority used, and above the eras its
+        -- own gdid sequences may have reached under an authority it held before.
+        era_floor := 0;
+        IF snowflake_registry_claim.kind OPERATOR(pg_catalog.=) 'authority' THEN
+            SELECT COALESCE(max(r.era_floor) OPERATOR(pg_catalog.+) 1, 0) INTO era_floor
+              FROM @extschema@.snowflake_registry r
+             WHERE r.kind OPERATOR(pg_catalog.=) 'authority'
+               AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group;
+        END IF;
+        -- A holder that moves to another number gives up the one it had.
+        UPDATE @extschema@.snowflake_registry r SET released = true
+         WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
+           AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
+           AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_claim.holder;
+    END IF;
+    lease_until := pg_catalog.now() OPERATOR(pg_catalog.+) lease;
+    INSERT INTO @extschema@.snowflake_registry AS r
+           (kind, registry_group, number, holder, claimed_at, renewed_at, lease_until,
+            reusable_after, era_floor, released)
+    VALUES (snowflake_registry_claim.kind, snowflake_registry_claim.registry_group, snowflake_registry_claim.number, snowflake_registry_claim.holder, pg_catalog.now(),
+            pg_catalog.now(), snowflake_registry_claim.lease_until,
+            snowflake_registry_claim.lease_until OPERATOR(pg_catalog.+) hold_after, snowflake_registry_claim.era_floor, false)
+    ON CONFLICT ON CONSTRAINT snowflake_registry_pkey DO UPDATE
+       SET holder = excluded.holder,
+           claimed_at = CASE WHEN r.holder OPERATOR(pg_catalog.=) excluded.holder
+                              AND NOT r.released THEN r.claimed_at ELSE excluded.claimed_at END,
+           renewed_at = excluded.renewed_at, lease_until = excluded.lease_until,
+           reusable_after = excluded.reusable_after, era_floor = excluded.era_floor,
+           released = false;
+END
+$claim$;
+COMMENT ON FUNCTION snowflake_registry_claim(text, text, text, integer, interval, interval) IS
+    'Registry side of snowflake.node_id = auto and gdid.authority = auto: claims a number for a server';
+
+-- Renews `holder`'s lease of `number`; NULL if it does not hold it (given back, or given to
+-- another holder after its lease passed): the holder must stop generating under it.
+CREATE FUNCTION snowflake_registry_renew(
+        kind text, registry_group text, holder text, number integer,
+        lease interval, hold_after interval,
+        OUT lease_until timestamptz, OUT registry text)
+    VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql AS $renew$
+BEGIN
+    registry := (SELECT s.system_identifier::text FROM pg_catalog.pg_control_system() s)
+                OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) current_database();
+    UPDATE @extschema@.snowflake_registry r
+       SET renewed_at = pg_catalog.now(),
+           lease_until = pg_catalog.now() OPERATOR(pg_catalog.+) snowflake_registry_renew.lease,
+           reusable_after = GREATEST(r.reusable_after,
+               pg_catalog.now() OPERATOR(pg_catalog.+) snowflake_registry_renew.lease OPERATOR(pg_catalog.+) hold_after)
+     WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_renew.kind
+       AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_renew.registry_group
+       AND r.number OPERATOR(pg_catalog.=) snowflake_registry_renew.number
+       AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_renew.holder
+       AND NOT r.released
+    RETURNING r.lease_until INTO lease_until;
+END
+$renew$;
+COMMENT ON FUNCTION snowflake_registry_renew(text, text, text, integer, interval, interval) IS
+    'Registry side of snowflake.node_id = auto and gdid.authority = auto: renews a server''s lease of its number';
+
+-- Gives `number` back: nobody else gets it before `hold_after` has passed (values the holder
+-- made ahead of its clock). True if the holder held it.
+CREATE FUNCTION snowflake_registry_release(
+        kind text, registry_group text, holder text, number integer, hold_after interval)
+    RETURNS boolean
+    VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql AS $release$
+BEGIN
+    UPDATE @extschema@.snowflake_registry r
+       SET released = true,
+           lease_until = LEAST(r.lease_until, pg_catalog.now()),
+           reusable_after = LEAST(r.reusable_after,
+                                  pg_catalog.now() OPERATOR(pg_catalog.+) hold_after)
+     WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_release.kind
+       AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_release.registry_group
+       AND r.number OPERATOR(pg_catalog.=) snowflake_registry_release.number
+       AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_release.holder
+       AND NOT r.released;
+    RETURN FOUND;
+END
+$release$;
+COMMENT ON FUNCTION snowflake_registry_release(text, text, text, integer, interval) IS
+    'Registry side of snowflake.node_id = auto and gdid.authority = auto: gives a server''s number back';
+
+-- Only the roles the registry's administrator chooses may claim.
+REVOKE EXECUTE ON FUNCTION snowflake_registry_claim(text, text, text, integer, interval, interval),
+    snowflake_registry_renew(text, text, text, integer, interval, interval),
+    snowflake_registry_release(text, text, text, integer, interval) FROM PUBLIC;
+
+-- This server's side: its numbers as the settings give them, or as claimed, in a view; and
+-- giving a claimed number back or claiming again, for superusers and the roles they grant it.
+CREATE FUNCTION snowflake_node_detach() RETURNS void
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_node_detach';
+COMMENT ON FUNCTION snowflake_node_detach() IS
+    'Stops generating under this server''s claimed node number and authority at once, and gives them back to the registry';
+CREATE FUNCTION snowflake_node_attach() RETURNS void
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_node_attach';
+COMMENT ON FUNCTION snowflake_node_attach() IS
+    'Claims a node number and an authority again from the registry (perhaps others than before), and returns once they are held';
+REVOKE EXECUTE ON FUNCTION snowflake_node_detach(), snowflake_node_attach() FROM PUBLIC;
+
+CREATE FUNCTION snowflake_node_claims_rows(
+        OUT kind text, OUT number integer, OUT state text, OUT holder text, OUT registry text,
+        OUT since timestamptz, OUT lease_end timestamptz, OUT last_renewal timestamptz,
+        OUT message text)
+    RETURNS SETOF record
+    VOLATILE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_node_claims_rows';
+CREATE VIEW snowflake_node_claims AS
+    SELECT kind, number, state, holder, registry, since, lease_end, last_renewal, message
+      FROM @extschema@.snowflake_node_claims_rows();
+GRANT SELECT ON snowflake_node_claims TO PUBLIC;
+COMMENT ON VIEW snowflake_node_claims IS
+    'This server''s snowflake node number and gdid authority: written by hand (configured), or claimed from snowflake.registry and how the claim stands';

@@ -15,7 +15,7 @@ use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::pg_guard;
 use pgrx::pg_sys;
 
-use crate::core::plain_decimal;
+use crate::core::plain_decimal::{self, NumberOrAuto};
 use crate::core::snowflake::epoch::{parse_epoch, DEFAULT_EPOCH};
 use crate::core::snowflake::layout::{Layout, DEFAULT_NODE_BITS, MAX_NODE_BITS, MIN_NODE_BITS};
 use crate::pg::errors::{error, Code};
@@ -38,19 +38,49 @@ static MAX_SEQUENCES_PER_DATABASE: GucSetting<i32> = GucSetting::<i32>::new(128)
 static MAX_CLOCK_AHEAD_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 static GDID_AUTHORITY: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(UNSET));
-/// `gdid.authority` as a number (-1: not set), kept by its assign hook in each backend: the
-/// generators read it on every call.
+/// `gdid.authority` as a number (-1: not set, -2: auto), kept by its assign hook in each
+/// backend: the generators read it on every call.
 static AUTHORITY: AtomicI32 = AtomicI32::new(-1);
+const AUTHORITY_AUTO: i32 = -2;
+/// Where `auto` numbers are claimed: a connection string, a group of numbers in it, how long
+/// a claim lasts unless renewed, and how far the clocks involved may be off.
+static REGISTRY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c""));
+static REGISTRY_GROUP: GucSetting<Option<CString>> =
+    GucSetting::<Option<CString>>::new(Some(c"default"));
+static CLAIM_LEASE_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+static CLAIM_CLOCK_ERROR_MS: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 /// The largest node number of the layout, for the check of `snowflake.node_id`.
 static MAX_NODE: AtomicU32 = AtomicU32::new(0);
 const MAX_AUTHORITY: u32 = 15;
 static REFUSE_SHARED_NODE: GucSetting<bool> = GucSetting::<bool>::new(false);
 
+/// A node number or authority as the server was given it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Number {
+    Unset,
+    Given(u32),
+    /// Claimed from the registry.
+    Auto,
+}
+
+/// What the claims worker needs, when a number is `auto` (fixed at start).
+#[derive(Debug, Clone)]
+pub struct ClaimSettings {
+    pub registry: String,
+    pub group: String,
+    pub lease_ms: i64,
+    pub clock_error_ms: i64,
+    pub node: bool,
+    pub authority: bool,
+}
+
 /// What is fixed at server start: the layout, from `snowflake.node_bits` and
-/// `snowflake.epoch`, and the node number, if `snowflake.node_id` was set.
+/// `snowflake.epoch`, the node number as `snowflake.node_id` gives it, and the claims, if a
+/// number is `auto`.
 pub struct Server {
     pub layout: Layout,
-    pub node: Option<u32>,
+    pub node: Number,
+    pub claims: Option<ClaimSettings>,
 }
 
 static SERVER: OnceLock<Server> = OnceLock::new();
@@ -98,7 +128,8 @@ pub fn register() {
             c"snowflake.node_id",
             c"Node number written into every snowflake ID this server generates.",
             c"Required for generating snowflake IDs; unique among all servers whose IDs meet. \
-              Plain decimal, 0 .. 2^node_bits - 1. Fixed at server start.",
+              Plain decimal, 0 .. 2^node_bits - 1, or auto: claimed from snowflake.registry. \
+              Fixed at server start.",
             &NODE_ID,
             GucContext::Postmaster,
             GucFlags::default(),
@@ -168,7 +199,8 @@ pub fn register() {
             c"gdid.authority",
             c"Authority (0 to 15) written into every gdid this server generates.",
             c"Required for generating gdids; unique among the servers that generate gdids of \
-              the same scope and sequence. Plain decimal.",
+              the same scope and sequence. Plain decimal, or auto: claimed from \
+              snowflake.registry (given at server start).",
             &GDID_AUTHORITY,
             GucContext::Suset,
             GucFlags::default(),
@@ -191,6 +223,8 @@ pub fn register() {
     );
     refuse_invalid_bool(&refuse_given);
 
+    define_claim_settings();
+
     refuse_unknown_names();
     // SAFETY: plain calls PostgreSQL allows while libraries are preloaded; afterwards a
     // misspelt `snowflake.` or `gdid.` setting is an error instead of a silent placeholder.
@@ -204,13 +238,115 @@ pub fn register() {
         .get()
         .and_then(|s| parse_epoch(s.to_str().ok()?).ok())
         .expect("checked above");
-    let node = NODE_ID
-        .get()
-        .and_then(|s| plain_decimal::parse(s.to_str().ok()?, max_node).ok());
+    let number = |s: Option<CString>, max| match s
+        .and_then(|s| plain_decimal::parse_or_auto(s.to_str().ok()?, max).ok())
+    {
+        Some(NumberOrAuto::Number(n)) => Number::Given(n),
+        Some(NumberOrAuto::Auto) => Number::Auto,
+        None => Number::Unset,
+    };
+    let node = number(NODE_ID.get(), max_node);
+    let authority = number(GDID_AUTHORITY.get(), MAX_AUTHORITY);
+    let claims = claim_settings(node == Number::Auto, authority == Number::Auto);
     let _ = SERVER.set(Server {
         layout: Layout::own(node_bits, epoch),
         node,
+        claims,
     });
+}
+
+fn define_claim_settings() {
+    GucRegistry::define_string_guc(
+        c"snowflake.registry",
+        c"Where snowflake.node_id = auto and gdid.authority = auto claim their numbers.",
+        c"A libpq connection string or URI of a database with snowflake_id installed. Fixed at \
+          server start; shown to superusers only (it may hold a password).",
+        &REGISTRY,
+        GucContext::Postmaster,
+        GucFlags::SUPERUSER_ONLY,
+    );
+    GucRegistry::define_string_guc(
+        c"snowflake.registry_group",
+        c"The group of numbers this server claims from in the registry.",
+        c"Servers whose values never meet may use separate groups, each with every number. \
+          Fixed at server start.",
+        &REGISTRY_GROUP,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    define_int(
+        c"snowflake.claim_lease",
+        c"How long a claimed number is held without a renewal.",
+        c"A server that cannot renew stops generating under it before the lease ends; another \
+          server gets the number only after it ended. Renewed every third of it.",
+        &CLAIM_LEASE_MS,
+        (1_000, 3_600_000),
+        GucContext::Postmaster,
+        GucFlags::UNIT_MS,
+    );
+    define_int(
+        c"snowflake.claim_clock_error",
+        c"How far the clocks of the servers and of the registry may be off from each other.",
+        c"A holder stops this much before its lease ends, and the registry waits this much (twice, \
+          and for node numbers also snowflake.max_clock_ahead) before giving the number to \
+          another server.",
+        &CLAIM_CLOCK_ERROR_MS,
+        (0, 600_000),
+        GucContext::Postmaster,
+        GucFlags::UNIT_MS,
+    );
+}
+
+/// The claim settings, or the FATAL for a configuration that asks for a claimed number without
+/// a registry, or with a lease that the clock error would use up.
+fn claim_settings(node: bool, authority: bool) -> Option<ClaimSettings> {
+    if !node && !authority {
+        return None;
+    }
+    let text = |s: &GucSetting<Option<CString>>| {
+        s.get()
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let registry = text(&REGISTRY);
+    let asked = if node {
+        "snowflake.node_id"
+    } else {
+        "gdid.authority"
+    };
+    if registry.trim().is_empty() {
+        refuse(
+            &Given {
+                name: c"snowflake.registry",
+                value: Some(registry),
+            },
+            &format!("{asked} is auto: a number claimed from a registry, which snowflake.registry names."),
+        );
+    }
+    let (lease_ms, clock_error_ms) = (
+        i64::from(CLAIM_LEASE_MS.get()),
+        i64::from(CLAIM_CLOCK_ERROR_MS.get()),
+    );
+    if 3 * clock_error_ms >= lease_ms {
+        refuse(
+            &Given {
+                name: c"snowflake.claim_clock_error",
+                value: Some(format!("{clock_error_ms}ms")),
+            },
+            &format!(
+                "It must be less than a third of snowflake.claim_lease ({lease_ms} ms): a holder \
+                 stops generating that much before its lease ends."
+            ),
+        );
+    }
+    Some(ClaimSettings {
+        registry,
+        group: text(&REGISTRY_GROUP),
+        lease_ms,
+        clock_error_ms,
+        node,
+        authority,
+    })
 }
 
 /// Defines an integer setting without hooks, and refuses a given value outside `min ..= max`.
@@ -279,7 +415,7 @@ fn refuse_invalid_int(given: &Given, min: i32, max: i32, flags: c_int) {
 /// from 0 to `max`.
 fn refuse_invalid_decimal(given: &Given, max: u32) {
     let Some(value) = &given.value else { return };
-    if let Err(why) = plain_decimal::parse(value, max) {
+    if let Err(why) = plain_decimal::parse_or_auto(value, max) {
         refuse(given, &why.describe(value));
     }
 }
@@ -311,7 +447,9 @@ fn refuse_unknown_names() {
             .detail(
                 "snowflake_id defines snowflake.node_id, snowflake.node_bits, snowflake.epoch, \
                  snowflake.max_sequences, snowflake.max_sequences_per_database, \
-                 snowflake.max_clock_ahead, snowflake.refuse_shared_node and gdid.authority.",
+                 snowflake.max_clock_ahead, snowflake.refuse_shared_node, snowflake.registry, \
+                 snowflake.registry_group, snowflake.claim_lease, snowflake.claim_clock_error \
+                 and gdid.authority.",
             )
             .hint("Correct or remove it in postgresql.conf and start the server again.")
             .fatal();
@@ -368,10 +506,13 @@ pub fn max_sequences() -> usize {
     MAX_SEQUENCES.get() as usize
 }
 
-/// `gdid.authority`, if it is set.
+/// `gdid.authority` as this session has it.
 #[inline(always)]
-pub fn gdid_authority() -> Option<u8> {
-    u8::try_from(AUTHORITY.load(Ordering::Relaxed)).ok()
+pub fn gdid_authority() -> Number {
+    match AUTHORITY.load(Ordering::Relaxed) {
+        AUTHORITY_AUTO => Number::Auto,
+        n => u8::try_from(n).map_or(Number::Unset, |n| Number::Given(u32::from(n))),
+    }
 }
 
 /// The check of a plain decimal setting from 0 to `max`, whose boot value -1 means "not
@@ -398,7 +539,7 @@ unsafe fn check_decimal(
         }
         "-1 means that the setting is not set; set a real value.".to_owned()
     } else {
-        match plain_decimal::parse(&text, max) {
+        match plain_decimal::parse_or_auto(&text, max) {
             Ok(_) => return true,
             Err(why) => why.describe(&text),
         }
@@ -451,9 +592,11 @@ unsafe extern "C-unwind" fn check_authority(
 unsafe extern "C-unwind" fn assign_authority(newval: *const c_char, _extra: *mut c_void) {
     // SAFETY: the value the check hook accepted, a NUL-terminated string (or NULL).
     let text = unsafe { (!newval.is_null()).then(|| CStr::from_ptr(newval).to_string_lossy()) };
-    let n = text
-        .and_then(|t| plain_decimal::parse(&t, MAX_AUTHORITY).ok())
-        .map_or(-1, |n| n as i32);
+    let n = match text.and_then(|t| plain_decimal::parse_or_auto(&t, MAX_AUTHORITY).ok()) {
+        Some(NumberOrAuto::Number(n)) => n as i32,
+        Some(NumberOrAuto::Auto) => AUTHORITY_AUTO,
+        None => -1,
+    };
     AUTHORITY.store(n, Ordering::Relaxed);
 }
 

@@ -8,8 +8,8 @@
 //!   `ALTER SYSTEM` of a node number that the node bits cannot hold is warned about (`node`);
 //! - the object access hook: which defaults, domains, tables and triggers a statement changes
 //!   (`sequences::ddl`, `detection::watch`);
-//! - shared memory (`shmem`), and the WAL resource manager of releases 0.2.0 and 0.3.0
-//!   (`legacy::wal`).
+//! - shared memory (`shmem`), the WAL resource manager of releases 0.2.0 and 0.3.0
+//!   (`legacy::wal`), and the background worker that claims `auto` numbers (`node::worker`).
 //!
 //! Every statement passes through the utility hook, so the statement itself runs inside
 //! [`errors::guarded`]: its errors reach the user exactly as PostgreSQL raised them.
@@ -28,6 +28,7 @@ static mut PREV_OBJECT_ACCESS_HOOK: pg_sys::object_access_hook_type = None;
 pub fn install() {
     shmem::install_hooks(guc::max_sequences());
     legacy::wal::register_if_needed();
+    node::worker::register();
     // SAFETY: _PG_init runs once, single-threaded, in the postmaster; chaining the previous
     // hooks is how several libraries share them.
     unsafe {

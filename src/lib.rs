@@ -27,6 +27,7 @@ pgrx::extension_sql_file!(
     name = "gdid_api",
     requires = ["snowflake_api"]
 );
+pgrx::extension_sql_file!("sql/node.sql", name = "node_api", requires = ["gdid_api"]);
 
 #[no_mangle]
 pub extern "C" fn _PG_init() {

@@ -145,7 +145,11 @@ mod tests {
             stop.store(true, Ordering::Relaxed);
         });
         assert_eq!(refused_entries.into_inner(), 0, "a reader could not enter");
-        assert_eq!(reused_in_use.into_inner(), 0, "a reader still used the slot");
+        assert_eq!(
+            reused_in_use.into_inner(),
+            0,
+            "a reader still used the slot"
+        );
         assert!(
             epochs.all_past(epochs.advance()),
             "a reader never left (the wait timed out)"

@@ -4,6 +4,7 @@
 //! search, what replication brought. `scripts/check_layers.py` keeps every module here free of
 //! pgrx and of imports from outside `core`.
 
+pub mod claim;
 pub mod dbtext;
 pub mod epochs;
 pub mod gdid;

@@ -34,8 +34,9 @@ impl Refused {
                  other integer settings. Write the number in plain decimal digits.",
                 text.trim()
             ),
-            Refused::NotDigits => "Only plain decimal digits are allowed: no sign, base prefix, \
-                                   fraction, exponent or blanks."
+            Refused::NotDigits => "Only plain decimal digits are allowed (no sign, base prefix, \
+                                   fraction, exponent or blanks), or auto for a number claimed \
+                                   from snowflake.registry."
                 .to_owned(),
             Refused::OutOfRange { max } => format!("It must be between 0 and {max}."),
         }
@@ -61,6 +62,25 @@ pub fn parse(text: &str, max: u32) -> Result<u32, Refused> {
         .ok_or(Refused::OutOfRange { max })
 }
 
+/// `snowflake.node_id` and `gdid.authority` are either a plain decimal number or `auto`: a
+/// number claimed from the registry (`snowflake.registry`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NumberOrAuto {
+    Number(u32),
+    Auto,
+}
+
+/// The word that asks for a claimed number.
+pub const AUTO: &str = "auto";
+
+/// `auto`, or a plain decimal number as [`parse`] reads it.
+pub fn parse_or_auto(text: &str, max: u32) -> Result<NumberOrAuto, Refused> {
+    if text == AUTO {
+        return Ok(NumberOrAuto::Auto);
+    }
+    parse(text, max).map(NumberOrAuto::Number)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +104,14 @@ mod tests {
             assert_eq!(parse(bad, 1023), Err(Refused::NotDigits), "{bad}");
         }
         assert_eq!(parse("", 15), Err(Refused::Empty));
+    }
+
+    #[test]
+    fn auto_or_a_number() {
+        assert_eq!(parse_or_auto("auto", 15), Ok(NumberOrAuto::Auto));
+        assert_eq!(parse_or_auto("7", 15), Ok(NumberOrAuto::Number(7)));
+        for bad in ["AUTO", " auto", "auto ", "automatic", ""] {
+            assert!(parse_or_auto(bad, 15).is_err(), "{bad:?}");
+        }
     }
 }

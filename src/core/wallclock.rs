@@ -32,6 +32,18 @@ pub fn coarse_unix_ms() -> i64 {
     read(libc::CLOCK_REALTIME_COARSE)
 }
 
+/// Milliseconds of the monotonic clock (since boot, never stepped, counting while the
+/// process is stopped): how long a claim of a node number has been held.
+pub fn monotonic_ms() -> i64 {
+    read(libc::CLOCK_MONOTONIC)
+}
+
+/// The monotonic clock at the kernel's last timer tick: never ahead of [`monotonic_ms`], and
+/// behind it by about as much as [`coarse_unix_ms`] is behind the precise wall clock.
+pub fn monotonic_coarse_ms() -> i64 {
+    read(libc::CLOCK_MONOTONIC_COARSE)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,6 +56,12 @@ mod tests {
             assert!(
                 coarse <= precise,
                 "coarse {coarse} ahead of precise {precise}"
+            );
+            let coarse = monotonic_coarse_ms();
+            let precise = monotonic_ms();
+            assert!(
+                coarse <= precise,
+                "monotonic coarse {coarse} ahead of {precise}"
             );
         }
     }

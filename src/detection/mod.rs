@@ -173,12 +173,11 @@ fn flush(p: &Pending, now_ms: i64) {
     }
 }
 
-/// This server's node number and authority (the apply worker's settings are the server's).
+/// This server's node number and authority (the apply worker's settings are the server's;
+/// a claimed number while it is held).
 pub fn own() -> Own {
-    Own {
-        node: guc::server().and_then(|s| s.node).map(|n| n as u16),
-        authority: guc::gdid_authority().map(u16::from),
-    }
+    let (node, authority) = crate::node::own();
+    Own { node, authority }
 }
 
 fn warn(c: &Conflict) {

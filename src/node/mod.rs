@@ -1,31 +1,53 @@
 //! This server's identity among the servers whose values meet: its node number
-//! (`snowflake.node_id`) and gdid authority (`gdid.authority`), as the generators read them,
-//! and the checks around them.
+//! (`snowflake.node_id`) and gdid authority (`gdid.authority`), written by hand or claimed
+//! from a registry (`auto`), as the generators and detection read them, and the checks around
+//! them. Everything else reads them here.
 //!
-//! `ALTER SYSTEM` of `snowflake.node_bits` or `snowflake.node_id` writes one setting of a pair
-//! that must agree (the node number has to fit the node bits): each value is valid on its
-//! own, and the server would refuse to start with the two together. After such a statement
-//! the configuration files are read back as the next start will read them, and a WARNING
-//! names the other setting if the pair does not fit.
+//! A claimed number (`claims`) is held by a background worker (`worker`) that claims and
+//! renews it in the registry over libpq (`libpq`); `pair` warns about an `ALTER SYSTEM` that
+//! leaves a node number the node bits cannot hold.
 
-use std::ffi::{c_char, c_int, CStr};
+pub mod claims;
+mod libpq;
+pub mod pair;
+pub mod worker;
 
-use pgrx::pg_sys;
+use crate::core::claim::Kind;
+use crate::guc::{self, Number, Server};
+use crate::pg::errors::{error, Code};
 
-use crate::core::plain_decimal;
-use crate::core::snowflake::layout::DEFAULT_NODE_BITS;
-use crate::guc::{self, Server};
-use crate::pg::errors::{self, error, Code};
+pub use pair::after_statement;
 
-/// After each utility statement (see `hooks`): warns when an `ALTER SYSTEM` left a node
-/// number the node bits cannot hold.
-pub fn after_statement(pstmt: *mut pg_sys::PlannedStmt) {
-    // SAFETY: the statement ProcessUtility ran.
-    if let Some(name) = unsafe { altered_setting(pstmt) } {
-        if name == "snowflake.node_id" || name == "snowflake.node_bits" {
-            warn_if_pair_cannot_start(&name);
-        }
+/// The node number a generator stamps now, if it may generate: the one written by hand, or
+/// the claimed one while its claim is valid. No error (the fast path).
+#[inline(always)]
+pub fn node_now(server: &Server) -> Option<u32> {
+    match server.node {
+        Number::Given(n) => Some(n),
+        Number::Auto => claims::valid(Kind::Node).map(u32::from),
+        Number::Unset => None,
     }
+}
+
+/// The gdid authority a generator stamps now, and for a claimed one the era it generates in,
+/// if it may generate. No error (the fast path).
+#[inline(always)]
+pub fn authority_now() -> Option<(u8, Option<u32>)> {
+    match guc::gdid_authority() {
+        Number::Given(n) => Some((n as u8, None)),
+        Number::Auto => {
+            claims::valid(Kind::Authority).map(|n| (n as u8, Some(claims::era_floor())))
+        }
+        Number::Unset => None,
+    }
+}
+
+/// This server's numbers, as the values it generates carry them (for detection): `None` for
+/// one not set or not held.
+pub fn own() -> (Option<u16>, Option<u16>) {
+    let node = guc::server().and_then(node_now).map(|n| n as u16);
+    let authority = authority_now().map(|(a, _)| u16::from(a));
+    (node, authority)
 }
 
 /// The ERROR for a setting a generator needs and the server was not given.
@@ -42,163 +64,33 @@ fn setting_missing(setting: &str, range: &str, how: &str) -> ! {
     .raise()
 }
 
-/// This server's node number, or the ERROR when `snowflake.node_id` is not set.
+/// This server's node number, or the ERROR when `snowflake.node_id` is not set or its claim
+/// is not held.
 pub fn node_id(server: &Server) -> u32 {
-    server.node.unwrap_or_else(|| {
-        setting_missing(
+    match server.node {
+        Number::Given(n) => n,
+        Number::Auto => claims::valid(Kind::Node)
+            .map(u32::from)
+            .unwrap_or_else(|| claims::refuse(Kind::Node)),
+        Number::Unset => setting_missing(
             "snowflake.node_id",
             &format!("0 .. {}", server.layout.max_node()),
-            "Set snowflake.node_id in postgresql.conf (or with ALTER SYSTEM) and restart the \
-             server.",
-        )
-    })
+            "Set snowflake.node_id in postgresql.conf (or with ALTER SYSTEM), or auto with \
+             snowflake.registry, and restart the server.",
+        ),
+    }
 }
 
-/// This session's gdid authority, or the ERROR when `gdid.authority` is not set.
-pub fn gdid_authority() -> u8 {
-    guc::gdid_authority().unwrap_or_else(|| {
-        setting_missing(
+/// This session's gdid authority and, for a claimed one, the era it generates in; or the
+/// ERROR when `gdid.authority` is not set or its claim is not held.
+pub fn gdid_authority() -> (u8, Option<u32>) {
+    authority_now().unwrap_or_else(|| match guc::gdid_authority() {
+        Number::Auto => claims::refuse(Kind::Authority),
+        _ => setting_missing(
             "gdid.authority",
             "0 .. 15",
             "Set gdid.authority in postgresql.conf (or with ALTER SYSTEM) and reload the \
-             configuration.",
-        )
-    })
-}
-
-/// The (lower-case) name of the setting an `ALTER SYSTEM` statement changed.
-///
-/// # Safety
-/// `pstmt` is the statement ProcessUtility ran.
-unsafe fn altered_setting(pstmt: *mut pg_sys::PlannedStmt) -> Option<String> {
-    // SAFETY: a utility PlannedStmt's utilityStmt is a node; an AlterSystemStmt's setstmt is
-    // a VariableSetStmt whose name is NULL or a NUL-terminated string.
-    unsafe {
-        let stmt = (*pstmt).utilityStmt;
-        if stmt.is_null() || (*stmt).type_ != pg_sys::NodeTag::T_AlterSystemStmt {
-            return None;
-        }
-        let set = (*stmt.cast::<pg_sys::AlterSystemStmt>()).setstmt;
-        if set.is_null() || (*set).name.is_null() {
-            return None;
-        }
-        Some(
-            CStr::from_ptr((*set).name)
-                .to_string_lossy()
-                .to_ascii_lowercase(),
-        )
-    }
-}
-
-/// Reads the configuration files as the next start will, and warns if the node number they
-/// set does not fit the node bits they set.
-fn warn_if_pair_cannot_start(altered: &str) {
-    let settings = file_settings(&["snowflake.node_bits", "snowflake.node_id"]);
-    let bits = settings[0]
-        .as_deref()
-        .and_then(parse_int)
-        .unwrap_or(DEFAULT_NODE_BITS as i32);
-    let Some(node_text) = settings[1].as_deref() else {
-        return;
-    };
-    let (Ok(node), Ok(bits)) = (
-        plain_decimal::parse(node_text, u32::MAX),
-        u32::try_from(bits),
-    ) else {
-        return; // refused by the settings' own checks already
-    };
-    let max = 1u64.checked_shl(bits).map_or(u64::MAX, |m| m - 1);
-    if u64::from(node) <= max {
-        return;
-    }
-    let other = if altered == "snowflake.node_id" {
-        "snowflake.node_bits"
-    } else {
-        "snowflake.node_id"
-    };
-    error(
-        Code::ERRCODE_WARNING,
-        format!(
-            "the server will not start with snowflake.node_id = {node} and snowflake.node_bits = {bits}"
+             configuration, or set it to auto with snowflake.registry and restart the server.",
         ),
-    )
-    .detail(format!(
-        "With {bits} node bits, node numbers go from 0 to {max}; the configuration files now hold both values."
-    ))
-    .hint(format!(
-        "Change {other} as well (ALTER SYSTEM SET {other} = ...) before the server restarts."
-    ))
-    .log(true);
-}
-
-/// The values `names` have in the configuration files (`postgresql.conf` with what it
-/// includes, then `postgresql.auto.conf`): the last one of each, as PostgreSQL applies them.
-fn file_settings<const N: usize>(names: &[&str; N]) -> [Option<String>; N] {
-    let mut found: [Option<String>; N] = std::array::from_fn(|_| None);
-    let mut head: *mut pg_sys::ConfigVariable = std::ptr::null_mut();
-    let mut tail: *mut pg_sys::ConfigVariable = std::ptr::null_mut();
-    // SAFETY: ParseConfigFile appends the files' settings to the list (reporting problems at
-    // DEBUG1, never throwing for a file it cannot read when not strict); the names and values
-    // are NUL-terminated strings; FreeConfigVariables frees the list. The backend runs in the
-    // data directory, where the auto file is found by its relative name, as PostgreSQL finds
-    // it.
-    unsafe {
-        errors::guarded(|| {
-            ParseConfigFile(
-                pg_sys::ConfigFileName,
-                false,
-                std::ptr::null(),
-                0,
-                0,
-                pg_sys::DEBUG1 as c_int,
-                &mut head,
-                &mut tail,
-            );
-            ParseConfigFile(
-                c"postgresql.auto.conf".as_ptr(),
-                false,
-                std::ptr::null(),
-                0,
-                0,
-                pg_sys::DEBUG1 as c_int,
-                &mut head,
-                &mut tail,
-            );
-        });
-        let mut item = head;
-        while !item.is_null() {
-            let name = CStr::from_ptr((*item).name).to_string_lossy();
-            if let Some(i) = names.iter().position(|n| n.eq_ignore_ascii_case(&name)) {
-                found[i] = Some(CStr::from_ptr((*item).value).to_string_lossy().into_owned());
-            }
-            item = (*item).next;
-        }
-        errors::guarded(|| FreeConfigVariables(head));
-    }
-    found
-}
-
-/// An integer setting's text, read as PostgreSQL reads it.
-fn parse_int(text: &str) -> Option<i32> {
-    let text = std::ffi::CString::new(text).ok()?;
-    let mut n: c_int = 0;
-    // SAFETY: parse_int reads the NUL-terminated text and writes the result.
-    let ok = unsafe { pg_sys::parse_int(text.as_ptr(), &mut n, 0, std::ptr::null_mut()) };
-    ok.then_some(n)
-}
-
-// Declared here so that errors::guarded is the only guard around them.
-unsafe extern "C-unwind" {
-    #[allow(clippy::too_many_arguments)]
-    fn ParseConfigFile(
-        config_file: *const c_char,
-        strict: bool,
-        calling_file: *const c_char,
-        calling_lineno: c_int,
-        depth: c_int,
-        elevel: c_int,
-        head_p: *mut *mut pg_sys::ConfigVariable,
-        tail_p: *mut *mut pg_sys::ConfigVariable,
-    ) -> bool;
-    fn FreeConfigVariables(list: *mut pg_sys::ConfigVariable);
+    })
 }

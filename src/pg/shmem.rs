@@ -1,6 +1,7 @@
 //! Shared memory: the cache of sequences and its epochs (see `registry`, `epochs`), its lock
 //! and the lease extension locks (see `sequences::durable`), and the sightings of logical
-//! replication (see `detection`). The cache's size comes from `snowflake.max_sequences` and
+//! replication (see `detection`), and the claims of node numbers from a registry (see
+//! `node::claims`). The cache's size comes from `snowflake.max_sequences` and
 //! the epochs' from the number of backends, so they are requested and attached with
 //! PostgreSQL's hooks directly (`pg_shmem_init!` only sizes Rust types known at compile time).
 //! Nothing is loaded into it at start: sequences enter it as they are used.
@@ -16,6 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 use pgrx::pg_guard;
 use pgrx::pg_sys;
 
+use crate::core::claim::Claims;
 use crate::core::epochs::Epochs;
 use crate::core::registry::{Registry, Slot};
 use crate::core::sightings::Sightings;
@@ -24,6 +26,7 @@ use crate::pg::errors::{error, Code};
 
 static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(null_mut());
 static SIGHTINGS: AtomicPtr<Sightings> = AtomicPtr::new(null_mut());
+static CLAIMS: AtomicPtr<Claims> = AtomicPtr::new(null_mut());
 /// The tranche's locks: the cache's, then the extension locks.
 static LOCKS: AtomicPtr<pg_sys::LWLockPadded> = AtomicPtr::new(null_mut());
 static SLOT_COUNT: AtomicUsize = AtomicUsize::new(0);
@@ -37,6 +40,7 @@ static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
 const SEGMENT_NAME: &std::ffi::CStr = c"snowflake_id sequences";
 const EPOCHS_NAME: &std::ffi::CStr = c"snowflake_id epochs";
 const SIGHTINGS_NAME: &std::ffi::CStr = c"snowflake_id sightings";
+const CLAIMS_NAME: &std::ffi::CStr = c"snowflake_id claims";
 const TRANCHE_NAME: &std::ffi::CStr = c"snowflake_id";
 
 fn table_size() -> usize {
@@ -92,6 +96,7 @@ unsafe extern "C-unwind" fn shmem_request() {
             pg_sys::RequestAddinShmemSpace(table_size());
             pg_sys::RequestAddinShmemSpace(epochs_size());
             pg_sys::RequestAddinShmemSpace(size_of::<Sightings>());
+            pg_sys::RequestAddinShmemSpace(size_of::<Claims>());
             pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), LOCK_COUNT as i32);
         })
     }
@@ -144,6 +149,14 @@ unsafe fn attach() {
             std::ptr::write_bytes(sightings.cast::<u8>(), 0, size_of::<Sightings>());
         }
         SIGHTINGS.store(sightings.cast(), Ordering::Release);
+        let mut claims_found = false;
+        let claims =
+            pg_sys::ShmemInitStruct(CLAIMS_NAME.as_ptr(), size_of::<Claims>(), &mut claims_found);
+        if !claims_found {
+            // All-zero: nothing claimed, no worker, no request (claim.rs).
+            std::ptr::write_bytes(claims.cast::<u8>(), 0, size_of::<Claims>());
+        }
+        CLAIMS.store(claims.cast(), Ordering::Release);
         LOCKS.store(
             pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr()),
             Ordering::Release,
@@ -220,6 +233,14 @@ pub fn sightings() -> Option<&'static Sightings> {
     // SAFETY: NULL, or the zero-initialised Sightings in shared memory, which lives as long
     // as the process and is only changed through atomics.
     unsafe { SIGHTINGS.load(Ordering::Acquire).as_ref() }
+}
+
+/// The claims of node numbers, or `None` when the library was not preloaded.
+#[inline]
+pub fn claims() -> Option<&'static Claims> {
+    // SAFETY: NULL, or the zero-initialised Claims in shared memory, which lives as long as
+    // the process and is only changed through atomics.
+    unsafe { CLAIMS.load(Ordering::Acquire).as_ref() }
 }
 
 /// The table for a backend, or `None` when the library was not preloaded. The backend enters

@@ -21,7 +21,7 @@ use crate::sequences::{callsite, catalog, durable, fallback, lifecycle, privileg
 use crate::sql::fmgr::{self, Call};
 use crate::sql::gdid_datum::palloc;
 use crate::sql::sqlfn::sql_functions;
-use crate::{detection, guc, node, pg::shmem, sequences::lookup, sequences::prerequisites};
+use crate::{detection, node, pg::shmem, sequences::lookup, sequences::prerequisites};
 
 sql_functions! {
     /// NULL only when the caller asked for soft errors (PostgreSQL 16+) and the input is bad.
@@ -225,10 +225,14 @@ fn next_without_waiting(call: Call<'_>) -> Option<Gdid> {
     if unsafe { pg_sys::XactReadOnly } || detection::refused(What::Authority) {
         return None;
     }
-    let authority = guc::gdid_authority()?;
+    let (authority, era) = node::authority_now()?;
     let registry = shmem::registry()?;
     let seq = registry.seq::<GdidState>(callsite::cached_slot::<2>(call)?)?;
     let t = seq.try_take(1).ok()?;
+    // Under a claimed authority every gdid is of the claim's era (see `take`).
+    if era.is_some_and(|e| e != t.era) {
+        return None;
+    }
     Some(Gdid::from_parts(t.era, authority, t.first))
 }
 
@@ -242,7 +246,7 @@ fn resolved(scope: &[u8], sequence: &[u8], purpose: Purpose) -> Resolved {
 
 fn next(call: Call<'_>) -> Gdid {
     let registry = lookup::registry();
-    let authority = node::gdid_authority();
+    let (authority, era) = node::gdid_authority();
     prerequisites::require_may_generate("gdid_next()", What::Authority);
     loop {
         let r = callsite::resolved(
@@ -252,7 +256,7 @@ fn next(call: Call<'_>) -> Gdid {
         );
         if let Some(t) = registry
             .seq::<GdidState>(r.at)
-            .and_then(|seq| take(seq, &r, authority, 1))
+            .and_then(|seq| take(seq, &r, authority, era, 1))
         {
             return Gdid::from_parts(t.era, authority, t.first);
         }
@@ -277,10 +281,44 @@ fn load(seq: GdidSeq<'_>, r: &Resolved) {
 
 /// `n` consecutive counters, the lease extended (or the era moved on) as needed; `None` if
 /// the sequence left the cache meanwhile.
-fn take(seq: GdidSeq<'_>, r: &Resolved, authority: u8, n: u64) -> Option<Taken> {
+///
+/// Under a claimed authority (`claimed_era`), every gdid is of the claim's era: the registry
+/// gives each new holder of an authority an era above every era earlier holders used, so that
+/// this server's counters cannot meet theirs. A sequence still in an earlier era moves on to
+/// the claim's; one past it (its era's counters used up) cannot go on under this claim.
+fn take(
+    seq: GdidSeq<'_>,
+    r: &Resolved,
+    authority: u8,
+    claimed_era: Option<u32>,
+    n: u64,
+) -> Option<Taken> {
     loop {
         let need = match seq.try_take(n) {
-            Ok(t) => return Some(t),
+            Ok(t) => match claimed_era {
+                None => return Some(t),
+                Some(era) if t.era == era => return Some(t),
+                Some(era) if t.era > era => error(
+                    Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+                    format!(
+                        "{} has used up era {era}, the era of this server's claim of authority {authority}",
+                        described(r)
+                    ),
+                )
+                .hint("SELECT snowflake_node_detach(); SELECT snowflake_node_attach(); makes a new claim, in a later era.")
+                .raise(),
+                Some(era) => {
+                    // Into the claim's era, under the lock; the counters just taken are
+                    // skipped.
+                    let _lock = durable::lock_extensions(r.key.hash());
+                    if !seq.is_current() {
+                        return None;
+                    }
+                    load(seq, r);
+                    seq.raise_position(lease::Lease { era, end: 1 });
+                    continue;
+                }
+            },
             Err(need) => need,
         };
         // A fresh sequence (its relation holds no lease yet) continues above the gdids of this
@@ -364,13 +402,13 @@ fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
         || {
             let n = prerequisites::count_argument(n, "block");
             let registry = lookup::registry();
-            let authority = node::gdid_authority();
+            let (authority, era) = node::gdid_authority();
             prerequisites::require_may_generate("gdid_next_block()", What::Authority);
             let t = loop {
                 let r = resolved(scope, sequence, Purpose::Generate);
                 if let Some(t) = registry
                     .seq::<GdidState>(r.at)
-                    .and_then(|seq| take(seq, &r, authority, n))
+                    .and_then(|seq| take(seq, &r, authority, era, n))
                 {
                     break t;
                 }

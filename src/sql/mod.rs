@@ -8,6 +8,7 @@ pub(crate) mod fmgr;
 pub(crate) mod gdid;
 pub(crate) mod gdid_datum;
 pub(crate) mod gdid_ops;
+pub(crate) mod node;
 pub(crate) mod snowflake;
 pub(crate) mod sqlfn;
 #[cfg(test)]
@@ -16,5 +17,9 @@ mod update_check;
 /// Every SQL function the library declares, by module (see `sqlfn`): a test compares them
 /// with the scripts.
 #[cfg(test)]
-pub(crate) const SQL_FUNCTIONS: &[&[sqlfn::SqlFunction]] =
-    &[snowflake::FUNCTIONS, gdid::FUNCTIONS, gdid_ops::FUNCTIONS];
+pub(crate) const SQL_FUNCTIONS: &[&[sqlfn::SqlFunction]] = &[
+    snowflake::FUNCTIONS,
+    gdid::FUNCTIONS,
+    gdid_ops::FUNCTIONS,
+    node::FUNCTIONS,
+];

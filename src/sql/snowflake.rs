@@ -133,7 +133,7 @@ fn next_without_waiting(call: Call<'_>) -> Option<i64> {
         return None;
     }
     let (server, registry) = (guc::server()?, shmem::registry()?);
-    let node = server.node?;
+    let node = node::node_now(server)?;
     let seq = registry.seq::<SnowflakeState>(callsite::cached_slot::<1>(call)?)?;
     let bounds = seq.bounds(&server.layout, guc::max_clock_ahead_ms());
     let r = seq.try_reserve(&server.layout, 1, &bounds).ok()?;
@@ -484,7 +484,7 @@ fn sequence_state(seq: pg_sys::Oid, emit: &mut dyn FnMut(snowflake_sequence_stat
         .flatten()
         .map(timestamptz);
     // Without the library preloaded there is no cache: the catalog's part only.
-    let node = guc::server().and_then(|s| s.node);
+    let node = guc::server().and_then(node::node_now);
     let now_ms = wallclock::precise_unix_ms();
     let key = crate::core::registry::Key {
         db: lookup::current_db(),

@@ -753,6 +753,7 @@ mod tests {
     fn declarations_match_api_sql() {
         let mut sql: Vec<String> = created(include_str!("snowflake.sql"));
         sql.extend(created(include_str!("gdid.sql")));
+        sql.extend(created(include_str!("node.sql")));
         let mut rust: Vec<String> = crate::sql::SQL_FUNCTIONS
             .iter()
             .flat_map(|m| m.iter())

@@ -1,0 +1,661 @@
+//! A node number or gdid authority claimed from a registry (`snowflake.node_id = auto`,
+//! `gdid.authority = auto`), as the generators of every backend and the claims worker share
+//! it in shared memory.
+//!
+//! PURE: no pgrx here.
+//!
+//! Generators read one word: whether a number is held, which, and until when (the monotonic
+//! clock, in milliseconds). The worker writes it: at a claim, at each renewal (a later
+//! deadline), and when the claim ends (detached, lost, expired). A generator hands out nothing
+//! under a number once its deadline has passed, whatever the worker is doing: a server frozen
+//! (SIGSTOP) past its lease finds the deadline passed when it wakes, before any value.
+//!
+//! The deadline is the moment the renewal was *sent* plus the lease, less the clock error the
+//! registry allows for: the registry granted the lease no earlier than that, by its own
+//! clock, and gives the number to another holder only after the lease plus that error (and,
+//! for node numbers, plus how far the holder's IDs may run ahead of its clock) has passed.
+
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+/// Which number: a snowflake node number or a gdid authority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Node,
+    Authority,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 2] = [Kind::Node, Kind::Authority];
+
+    /// The registry's name of the kind.
+    pub fn registry_name(self) -> &'static str {
+        match self {
+            Kind::Node => "node",
+            Kind::Authority => "authority",
+        }
+    }
+
+    /// The setting that asks for a claim of it.
+    pub fn setting(self) -> &'static str {
+        match self {
+            Kind::Node => "snowflake.node_id",
+            Kind::Authority => "gdid.authority",
+        }
+    }
+
+    /// How the monitoring view names it.
+    pub fn described(self) -> &'static str {
+        match self {
+            Kind::Node => "snowflake node",
+            Kind::Authority => "gdid authority",
+        }
+    }
+}
+
+/// Where a claim stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum State {
+    /// Not held yet: the server has not reached the registry since it started (or since the
+    /// claim ended), or the registry refused (all numbers held).
+    Unclaimed = 0,
+    /// Held until the deadline, unless renewed.
+    Held = 1,
+    /// Given back by `snowflake_node_detach()`; held again only by `snowflake_node_attach()`.
+    Detached = 2,
+    /// The registry said the number is no longer this server's (its lease had passed and the
+    /// number was given to another server); a new claim follows.
+    Lost = 3,
+    /// A problem no retry solves by itself: another registry than the one the claim was made
+    /// with answers.
+    Failed = 4,
+}
+
+impl State {
+    fn from_bits(bits: u64) -> State {
+        match bits {
+            1 => State::Held,
+            2 => State::Detached,
+            3 => State::Lost,
+            4 => State::Failed,
+            _ => State::Unclaimed,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Unclaimed => "unclaimed",
+            State::Held => "held",
+            State::Detached => "detached",
+            State::Lost => "lost",
+            State::Failed => "failed",
+        }
+    }
+}
+
+const STATE_SHIFT: u32 = 60;
+const NUMBER_SHIFT: u32 = 44;
+const DEADLINE_MASK: u64 = (1 << NUMBER_SHIFT) - 1;
+const NUMBER_MASK: u64 = (1 << (STATE_SHIFT - NUMBER_SHIFT)) - 1;
+
+/// The word generators read: state (4 bits), number (16 bits), deadline (44 bits of
+/// monotonic milliseconds: 557 years of uptime).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Word {
+    pub state: State,
+    pub number: u16,
+    pub deadline_ms: i64,
+}
+
+impl Word {
+    fn pack(self) -> u64 {
+        (self.state as u64) << STATE_SHIFT
+            | (u64::from(self.number) & NUMBER_MASK) << NUMBER_SHIFT
+            | (self.deadline_ms.max(0) as u64 & DEADLINE_MASK)
+    }
+
+    fn unpack(w: u64) -> Word {
+        Word {
+            state: State::from_bits(w >> STATE_SHIFT),
+            number: ((w >> NUMBER_SHIFT) & NUMBER_MASK) as u16,
+            deadline_ms: (w & DEADLINE_MASK) as i64,
+        }
+    }
+
+    /// The number, if it may be generated under at monotonic time `now_ms`.
+    #[inline(always)]
+    pub fn valid_at(self, now_ms: i64) -> Option<u16> {
+        (self.state == State::Held && now_ms < self.deadline_ms).then_some(self.number)
+    }
+}
+
+/// Text the worker writes and any backend reads (the holder, the registry, the last problem):
+/// a seqlock over plain atomics, one writer.
+#[repr(C)]
+pub struct SharedText {
+    version: AtomicU64,
+    len: AtomicU64,
+    bytes: [AtomicU64; TEXT_WORDS],
+}
+
+const TEXT_WORDS: usize = 64;
+/// The longest text kept; longer ones are cut (at a character boundary).
+pub const TEXT_MAX: usize = TEXT_WORDS * 8;
+
+impl SharedText {
+    /// Only the one writer (the claims worker) calls this.
+    pub fn set(&self, text: &str) {
+        let mut end = text.len().min(TEXT_MAX);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let bytes = &text.as_bytes()[..end];
+        let v = self.version.load(Ordering::Relaxed);
+        self.version.store(v + 1, Ordering::Release); // odd: being written
+        std::sync::atomic::fence(Ordering::Release);
+        for (i, word) in self.bytes.iter().enumerate() {
+            let mut b = [0u8; 8];
+            let chunk = bytes.get(i * 8..).unwrap_or(&[]);
+            let n = chunk.len().min(8);
+            b[..n].copy_from_slice(&chunk[..n]);
+            word.store(u64::from_le_bytes(b), Ordering::Relaxed);
+        }
+        self.len.store(end as u64, Ordering::Relaxed);
+        self.version.store(v + 2, Ordering::Release);
+    }
+
+    /// A consistent copy (retried while the writer is in the middle of a change).
+    pub fn get(&self) -> String {
+        loop {
+            let v = self.version.load(Ordering::Acquire);
+            if v % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let len = (self.len.load(Ordering::Relaxed) as usize).min(TEXT_MAX);
+            let mut out = Vec::with_capacity(TEXT_MAX);
+            for word in &self.bytes {
+                out.extend_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
+            }
+            std::sync::atomic::fence(Ordering::Acquire);
+            if self.version.load(Ordering::Relaxed) == v {
+                out.truncate(len);
+                return String::from_utf8_lossy(&out).into_owned();
+            }
+        }
+    }
+}
+
+/// One kind's claim in shared memory. Zeroed memory is an unclaimed slot.
+#[repr(C)]
+pub struct ClaimSlot {
+    word: AtomicU64,
+    /// gdid authorities: the era every gdid sequence generates in under this claim (a number
+    /// given to another holder continues above every era the previous ones used).
+    era_floor: AtomicU64,
+    /// When the claim was made, its lease ends, it was last renewed (Unix ms; the lease end by
+    /// the registry's clock); 0 for never.
+    since_ms: AtomicI64,
+    lease_end_ms: AtomicI64,
+    renewed_ms: AtomicI64,
+    /// The last problem with the registry, or what happened last.
+    pub message: SharedText,
+}
+
+/// What the monitoring view shows of a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    pub word: Word,
+    pub era_floor: u32,
+    pub since_ms: i64,
+    pub lease_end_ms: i64,
+    pub renewed_ms: i64,
+    pub message: String,
+}
+
+impl ClaimSlot {
+    #[inline(always)]
+    pub fn word(&self) -> Word {
+        Word::unpack(self.word.load(Ordering::Acquire))
+    }
+
+    /// The era floor that goes with `word` (read after it: the writer stores the floor first).
+    #[inline(always)]
+    pub fn era_floor(&self) -> u32 {
+        self.era_floor.load(Ordering::Acquire) as u32
+    }
+
+    /// A new claim of `number`, valid until `deadline_ms`: the floor before the word, so that
+    /// a reader of the new word reads the new floor.
+    pub fn hold(
+        &self,
+        number: u16,
+        deadline_ms: i64,
+        era_floor: u32,
+        now_unix_ms: i64,
+        lease_end_ms: i64,
+    ) {
+        let old = self.word();
+        if old.state != State::Held || old.number != number {
+            self.since_ms.store(now_unix_ms, Ordering::Relaxed);
+        }
+        self.era_floor
+            .store(u64::from(era_floor), Ordering::Release);
+        self.renewed_ms.store(now_unix_ms, Ordering::Relaxed);
+        self.lease_end_ms.store(lease_end_ms, Ordering::Relaxed);
+        self.word.store(
+            Word {
+                state: State::Held,
+                number,
+                deadline_ms,
+            }
+            .pack(),
+            Ordering::Release,
+        );
+    }
+
+    /// A renewal of the claim held: a later deadline, only if the claim is still the one
+    /// renewed (a detach meanwhile wins).
+    pub fn renew(
+        &self,
+        number: u16,
+        deadline_ms: i64,
+        now_unix_ms: i64,
+        lease_end_ms: i64,
+    ) -> bool {
+        let current = self.word.load(Ordering::Acquire);
+        let w = Word::unpack(current);
+        if w.state != State::Held || w.number != number {
+            return false;
+        }
+        let renewed = Word {
+            deadline_ms: deadline_ms.max(w.deadline_ms),
+            ..w
+        };
+        if self
+            .word
+            .compare_exchange(current, renewed.pack(), Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return false;
+        }
+        self.renewed_ms.store(now_unix_ms, Ordering::Relaxed);
+        self.lease_end_ms.store(lease_end_ms, Ordering::Relaxed);
+        true
+    }
+
+    /// Ends the claim held (detached, lost, failed, or back to unclaimed): generators stop at
+    /// once. The number is kept for the view.
+    pub fn end(&self, state: State) {
+        debug_assert!(state != State::Held);
+        let mut current = self.word.load(Ordering::Acquire);
+        loop {
+            let w = Word::unpack(current);
+            let ended = Word {
+                state,
+                deadline_ms: 0,
+                ..w
+            };
+            match self.word.compare_exchange_weak(
+                current,
+                ended.pack(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(c) => current = c,
+            }
+        }
+    }
+
+    pub fn shown(&self) -> Shown {
+        let word = self.word();
+        Shown {
+            word,
+            era_floor: self.era_floor(),
+            since_ms: self.since_ms.load(Ordering::Relaxed),
+            lease_end_ms: self.lease_end_ms.load(Ordering::Relaxed),
+            renewed_ms: self.renewed_ms.load(Ordering::Relaxed),
+            message: self.message.get(),
+        }
+    }
+}
+
+/// What `snowflake_node_detach()` and `snowflake_node_attach()` ask of the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Request {
+    None = 0,
+    Detach = 1,
+    Attach = 2,
+}
+
+/// Both claims of the server, what they were made as and with, and the requests of the SQL
+/// functions to the worker. Zeroed memory is the state at start.
+#[repr(C)]
+pub struct Claims {
+    pub node: ClaimSlot,
+    pub authority: ClaimSlot,
+    /// How this server names itself to the registry, and the registry (its connection string
+    /// without a password, and its identity once it answered).
+    pub holder: SharedText,
+    pub registry: SharedText,
+    /// The worker's latch, which the SQL functions set to wake it (null: no worker).
+    pub worker_latch: AtomicPtr<std::ffi::c_void>,
+    action: AtomicU32,
+    requested: AtomicU64,
+    done: AtomicU64,
+}
+
+impl Claims {
+    pub fn slot(&self, kind: Kind) -> &ClaimSlot {
+        match kind {
+            Kind::Node => &self.node,
+            Kind::Authority => &self.authority,
+        }
+    }
+
+    /// Posts `action`; the number to wait for with [`Claims::done`].
+    pub fn request(&self, action: Request) -> u64 {
+        self.action.store(action as u32, Ordering::Release);
+        self.requested.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// The worker's side: the action posted last and its number, if any is pending.
+    pub fn pending(&self) -> Option<(Request, u64)> {
+        let requested = self.requested.load(Ordering::Acquire);
+        if requested == self.done.load(Ordering::Acquire) {
+            return None;
+        }
+        let action = match self.action.load(Ordering::Acquire) {
+            1 => Request::Detach,
+            2 => Request::Attach,
+            _ => Request::None,
+        };
+        Some((action, requested))
+    }
+
+    /// The worker's side: every request up to `number` is dealt with.
+    pub fn finish(&self, number: u64) {
+        self.done.fetch_max(number, Ordering::AcqRel);
+    }
+
+    /// Whether request `number` has been dealt with.
+    pub fn done(&self, number: u64) -> bool {
+        self.done.load(Ordering::Acquire) >= number
+    }
+}
+
+/// The deadline of a lease granted in answer to a request sent at monotonic time `sent_ms`:
+/// the lease from then, less the clock error allowed for (the registry's clock may run fast or
+/// step), less the lag of the coarse clock the generators read.
+pub fn deadline(sent_ms: i64, lease_ms: i64, clock_error_ms: i64, coarse_margin_ms: i64) -> i64 {
+    sent_ms + lease_ms - clock_error_ms - coarse_margin_ms
+}
+
+/// How long after its lease ends a number given back (or abandoned) stays with nobody: how far
+/// the holder's snowflake IDs may be ahead of its clock (`max_clock_ahead_ms`, node numbers
+/// only: a gdid authority's next holder moves to a later era instead), plus the clock error
+/// on both sides (the holder's clock and the next holder's may each be off by that much).
+pub fn hold_after_ms(kind: Kind, max_clock_ahead_ms: i64, clock_error_ms: i64) -> i64 {
+    let ahead = match kind {
+        Kind::Node => max_clock_ahead_ms,
+        Kind::Authority => 0,
+    };
+    ahead + 2 * clock_error_ms
+}
+
+/// How this server names itself to the registry: a restart of the same server (same host,
+/// port, data directory and system) finds its number again; a copy of it (a standby
+/// promoted, a clone) is another holder.
+pub fn holder_name(host: &str, port: u16, data_directory: &str, system_identifier: u64) -> String {
+    format!("{host}:{port}:{data_directory} (system {system_identifier})")
+}
+
+/// A connection string as the view shows it: a password (`password=...` or the password of a
+/// URI) replaced by `********`.
+pub fn redact_conninfo(conninfo: &str) -> String {
+    const MASK: &str = "********";
+    if let Some(scheme_end) = conninfo.find("://") {
+        let rest = &conninfo[scheme_end + 3..];
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(authority_end);
+        let authority = match authority.rfind('@') {
+            Some(at) => {
+                let userinfo = &authority[..at];
+                let user = userinfo.split(':').next().unwrap_or_default();
+                let masked = if userinfo.contains(':') {
+                    format!("{user}:{MASK}")
+                } else {
+                    user.to_owned()
+                };
+                format!("{masked}{}", &authority[at..])
+            }
+            None => authority.to_owned(),
+        };
+        // A password among the URI's query parameters.
+        let tail = tail
+            .split('&')
+            .map(|p| match p.split_once("password=") {
+                Some((head, _)) if head.is_empty() || head.ends_with('?') => {
+                    format!("{head}password={MASK}")
+                }
+                _ => p.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join("&");
+        return format!("{}://{authority}{tail}", &conninfo[..scheme_end]);
+    }
+    // key = value pairs; a value may be single-quoted with backslash escapes.
+    let mut out = String::new();
+    let mut rest = conninfo;
+    while let Some(eq) = rest.find('=') {
+        let key = rest[..eq].trim();
+        out.push_str(&rest[..=eq]);
+        let after = &rest[eq + 1..];
+        let lead = after.len() - after.trim_start().len();
+        out.push_str(&after[..lead]);
+        let value_start = &after[lead..];
+        let value_len = if let Some(quoted) = value_start.strip_prefix('\'') {
+            let mut end = quoted.len();
+            let mut escaped = false;
+            for (i, c) in quoted.char_indices() {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == '\'' {
+                    end = i + 1;
+                    break;
+                }
+            }
+            1 + end
+        } else {
+            value_start
+                .find(char::is_whitespace)
+                .unwrap_or(value_start.len())
+        };
+        if key.rsplit(char::is_whitespace).next() == Some("password") {
+            out.push_str(MASK);
+        } else {
+            out.push_str(&value_start[..value_len]);
+        }
+        rest = &value_start[value_len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zeroed<T>() -> T {
+        // SAFETY: the types here are repr(C) atomics, valid when zeroed (as in shared memory).
+        unsafe { std::mem::zeroed() }
+    }
+
+    #[test]
+    fn words_round_trip() {
+        for state in [
+            State::Unclaimed,
+            State::Held,
+            State::Detached,
+            State::Lost,
+            State::Failed,
+        ] {
+            for number in [0u16, 1, 15, 1023, 8191, u16::MAX] {
+                for deadline_ms in [0i64, 1, 123_456_789, (1 << 44) - 1] {
+                    let w = Word {
+                        state,
+                        number,
+                        deadline_ms,
+                    };
+                    assert_eq!(Word::unpack(w.pack()), w);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_zeroed_slot_is_unclaimed_and_never_valid() {
+        let slot: ClaimSlot = zeroed();
+        assert_eq!(slot.word().state, State::Unclaimed);
+        assert_eq!(slot.word().valid_at(0), None);
+        assert_eq!(slot.shown().message, "");
+    }
+
+    #[test]
+    fn valid_only_while_held_and_before_the_deadline() {
+        let slot: ClaimSlot = zeroed();
+        slot.hold(7, 10_000, 3, 1, 2);
+        assert_eq!(slot.word().valid_at(9_999), Some(7));
+        assert_eq!(
+            slot.word().valid_at(10_000),
+            None,
+            "at the deadline: no more"
+        );
+        assert_eq!(slot.era_floor(), 3);
+        // A renewal moves the deadline on, never back.
+        assert!(slot.renew(7, 20_000, 5, 6));
+        assert_eq!(slot.word().valid_at(15_000), Some(7));
+        assert!(slot.renew(7, 12_000, 5, 6));
+        assert_eq!(slot.word().deadline_ms, 20_000);
+        // A renewal of another number (a claim replaced meanwhile) changes nothing.
+        assert!(!slot.renew(8, 30_000, 5, 6));
+        slot.end(State::Detached);
+        assert_eq!(slot.word().valid_at(0), None);
+        assert_eq!(slot.word().number, 7, "kept for the view");
+        // A detach wins over a renewal in flight.
+        assert!(!slot.renew(7, 40_000, 5, 6));
+        assert_eq!(slot.word().state, State::Detached);
+    }
+
+    #[test]
+    fn shared_text_keeps_what_was_set() {
+        let t: SharedText = zeroed();
+        assert_eq!(t.get(), "");
+        t.set("registry unreachable: connection refused");
+        assert_eq!(t.get(), "registry unreachable: connection refused");
+        let long = "é".repeat(TEXT_MAX);
+        t.set(&long);
+        let got = t.get();
+        assert!(got.len() <= TEXT_MAX && got.chars().all(|c| c == 'é'));
+        t.set("short");
+        assert_eq!(t.get(), "short");
+    }
+
+    #[test]
+    fn shared_text_readers_never_see_a_mix() {
+        let t: SharedText = zeroed();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let mixed = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) {
+                        let v = t.get();
+                        if !(v.is_empty()
+                            || v.chars().all(|c| c == 'a')
+                            || v.chars().all(|c| c == 'b'))
+                        {
+                            mixed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+            for i in 0..20_000 {
+                t.set(&if i % 2 == 0 {
+                    "a".repeat(300)
+                } else {
+                    "b".repeat(200)
+                });
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert_eq!(mixed.into_inner(), 0);
+    }
+
+    #[test]
+    fn requests_are_answered_in_order() {
+        let c: Claims = zeroed();
+        assert_eq!(c.pending(), None);
+        let first = c.request(Request::Detach);
+        let second = c.request(Request::Attach);
+        // The worker sees the latest action; dealing with it answers both.
+        assert_eq!(c.pending(), Some((Request::Attach, second)));
+        assert!(!c.done(first));
+        c.finish(second);
+        assert!(c.done(first) && c.done(second));
+        assert_eq!(c.pending(), None);
+    }
+
+    #[test]
+    fn the_deadline_allows_for_clock_error_and_the_coarse_clock() {
+        assert_eq!(deadline(1_000, 10_000, 1_000, 50), 9_950);
+        // Node numbers wait for IDs made ahead of the clock; authorities move to a later era.
+        assert_eq!(hold_after_ms(Kind::Node, 10_000, 1_000), 12_000);
+        assert_eq!(hold_after_ms(Kind::Authority, 10_000, 1_000), 2_000);
+    }
+
+    #[test]
+    fn passwords_are_never_shown() {
+        for (given, shown) in [
+            (
+                "host=reg dbname=ids user=claims password=s3cret",
+                "host=reg dbname=ids user=claims password=********",
+            ),
+            (
+                "host=reg password = 's3 cr\\'et' dbname=ids",
+                "host=reg password = ******** dbname=ids",
+            ),
+            ("host=reg dbname=ids", "host=reg dbname=ids"),
+            (
+                "postgresql://claims:s3cret@reg:5432/ids",
+                "postgresql://claims:********@reg:5432/ids",
+            ),
+            (
+                "postgres://claims@reg/ids?password=s3cret&sslmode=require",
+                "postgres://claims@reg/ids?password=********&sslmode=require",
+            ),
+            ("postgresql://reg/ids", "postgresql://reg/ids"),
+        ] {
+            assert_eq!(redact_conninfo(given), shown, "{given}");
+            assert!(!redact_conninfo(given).contains("s3"), "{given}");
+        }
+    }
+
+    #[test]
+    fn holders_differ_by_server() {
+        let a = holder_name("db1", 5432, "/var/lib/postgresql/15/main", 7);
+        assert_eq!(a, "db1:5432:/var/lib/postgresql/15/main (system 7)");
+        assert_ne!(
+            a,
+            holder_name("db2", 5432, "/var/lib/postgresql/15/main", 7)
+        );
+        assert_ne!(
+            a,
+            holder_name("db1", 5432, "/var/lib/postgresql/15/main", 8)
+        );
+    }
+}

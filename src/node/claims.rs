@@ -1,0 +1,280 @@
+//! A claimed node number or authority as backends see it (the worker that holds it is
+//! `worker`): whether it may be generated under now, the ERROR when it may not, and what
+//! `snowflake_node_detach()`, `snowflake_node_attach()` and the `snowflake_node_claims` view do.
+
+use pgrx::pg_sys;
+
+use crate::core::claim::{Kind, Request, State};
+use crate::core::wallclock;
+use crate::guc::{self, Number};
+use crate::pg::errors::{error, Code};
+use crate::pg::shmem;
+
+/// The claimed number of `kind`, if it may be generated under now (held, and its lease not
+/// past, by the monotonic clock). One atomic load and one cheap clock read.
+#[inline(always)]
+pub fn valid(kind: Kind) -> Option<u16> {
+    let claims = shmem::claims()?;
+    claims
+        .slot(kind)
+        .word()
+        .valid_at(wallclock::monotonic_coarse_ms())
+}
+
+/// The era gdid sequences generate in under the claimed authority (read after [`valid`]).
+#[inline(always)]
+pub fn era_floor() -> u32 {
+    shmem::claims().map_or(0, |c| c.authority.era_floor())
+}
+
+/// Whether the server claims numbers of `kind` (its setting was `auto` at start).
+fn claimed_at_start(kind: Kind) -> bool {
+    guc::server()
+        .and_then(|s| s.claims.as_ref())
+        .is_some_and(|c| match kind {
+            Kind::Node => c.node,
+            Kind::Authority => c.authority,
+        })
+}
+
+/// The ERROR of a generator whose claimed number may not be used now, saying why.
+pub fn refuse(kind: Kind) -> ! {
+    let setting = kind.setting();
+    if !claimed_at_start(kind) {
+        error(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "{setting} is auto, but this server claims no {} number",
+                kind.registry_name()
+            ),
+        )
+        .detail(format!(
+            "Numbers are claimed from snowflake.registry when {setting} is auto at server start."
+        ))
+        .hint("Restart the server with the setting in postgresql.conf.")
+        .raise();
+    }
+    let Some(claims) = shmem::claims() else {
+        crate::pg::errors::not_preloaded()
+    };
+    let shown = claims.slot(kind).shown();
+    let what = kind.described();
+    let registry = claims.registry.get();
+    let detail = if shown.message.is_empty() {
+        format!("Registry: {registry}.")
+    } else {
+        format!("{} (registry: {registry})", shown.message)
+    };
+    let (message, hint) = match shown.word.state {
+        State::Unclaimed => (
+            format!("this server holds no {what} number yet ({setting} is auto)"),
+            "It is claimed from the registry as soon as the registry answers; \
+             SELECT * FROM snowflake_node_claims shows what happened.",
+        ),
+        State::Held => (
+            format!(
+                "the claim of {what} number {} has run out: it could not be renewed in time",
+                shown.word.number
+            ),
+            "Generation resumes when the registry renews it (or gives this server another \
+             number); SELECT * FROM snowflake_node_claims shows why it could not.",
+        ),
+        State::Detached => (
+            format!("this server gave its {what} number back (snowflake_node_detach())"),
+            "SELECT snowflake_node_attach() claims a number again.",
+        ),
+        State::Lost => (
+            format!(
+                "{what} number {} is no longer this server's: the registry gave it to another server",
+                shown.word.number
+            ),
+            "Its lease had run out; a new number is being claimed.",
+        ),
+        State::Failed => (
+            format!("this server cannot claim a {what} number"),
+            "SELECT * FROM snowflake_node_claims shows why; snowflake_node_attach() tries again.",
+        ),
+    };
+    error(Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message)
+        .detail(detail)
+        .hint(hint.to_owned())
+        .raise()
+}
+
+/// How long `snowflake_node_detach()` and `snowflake_node_attach()` wait for the worker.
+fn wait_limit_ms() -> i64 {
+    guc::server()
+        .and_then(|s| s.claims.as_ref())
+        .map_or(10_000, |c| c.lease_ms.max(10_000))
+}
+
+/// Posts `action` to the worker and waits (cancellably) until it has dealt with it or the
+/// limit has passed; whether it has.
+fn ask_worker(action: Request) -> bool {
+    let Some(claims) = shmem::claims() else {
+        crate::pg::errors::not_preloaded()
+    };
+    let number = claims.request(action);
+    let latch = claims
+        .worker_latch
+        .load(std::sync::atomic::Ordering::Acquire);
+    if !latch.is_null() {
+        // SAFETY: the worker's PGPROC latch, in shared memory for the life of the server.
+        unsafe { pg_sys::SetLatch(latch.cast()) };
+    }
+    let until = wallclock::monotonic_ms() + wait_limit_ms();
+    while !claims.done(number) {
+        if wallclock::monotonic_ms() >= until {
+            return false;
+        }
+        // SAFETY: the standard interruptible wait on this backend's latch; a cancel is
+        // raised by the interrupt check right after.
+        unsafe {
+            pg_sys::WaitLatch(
+                pg_sys::MyLatch,
+                (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+                10,
+                pg_sys::PG_WAIT_EXTENSION,
+            );
+            pg_sys::ResetLatch(pg_sys::MyLatch);
+        }
+        pgrx::check_for_interrupts!();
+    }
+    true
+}
+
+/// The kinds this server claims, or the ERROR when it claims none.
+fn claimed_kinds() -> Vec<Kind> {
+    let kinds: Vec<Kind> = Kind::ALL
+        .into_iter()
+        .filter(|&k| claimed_at_start(k))
+        .collect();
+    if kinds.is_empty() {
+        error(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "this server claims no number from a registry",
+        )
+        .detail("snowflake.node_id and gdid.authority were not auto when the server started.")
+        .raise();
+    }
+    kinds
+}
+
+/// `snowflake_node_detach()`: generation under the claimed numbers stops at once; the worker
+/// gives them back to the registry.
+pub fn detach() {
+    let kinds = claimed_kinds();
+    let claims = shmem::claims().expect("claimed kinds exist only when preloaded");
+    for kind in &kinds {
+        claims.slot(*kind).end(State::Detached);
+    }
+    if !ask_worker(Request::Detach) {
+        error(
+            Code::ERRCODE_WARNING,
+            "the registry has not confirmed that the numbers were given back",
+        )
+        .detail("This server stopped generating under them at once; the claims worker gives them back as soon as the registry answers, and until then they stay held there, up to the end of their lease.")
+        .log(false);
+    }
+}
+
+/// `snowflake_node_attach()`: claims numbers again (perhaps others than before), and waits
+/// until they are held; the ERROR says why when they are not.
+pub fn attach() {
+    let kinds = claimed_kinds();
+    let answered = ask_worker(Request::Attach);
+    for kind in kinds {
+        if valid(kind).is_none() {
+            if !answered {
+                error(
+                    Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    format!("no {} number was claimed in time", kind.described()),
+                )
+                .hint("SELECT * FROM snowflake_node_claims shows what happened.")
+                .raise();
+            }
+            refuse(kind);
+        }
+    }
+}
+
+/// A row of the `snowflake_node_claims` view.
+pub struct Row {
+    pub kind: &'static str,
+    pub number: Option<i32>,
+    pub state: &'static str,
+    pub holder: Option<String>,
+    pub registry: Option<String>,
+    pub since_ms: Option<i64>,
+    pub lease_end_ms: Option<i64>,
+    pub renewed_ms: Option<i64>,
+    pub message: Option<String>,
+}
+
+/// One row per kind: a number written by hand (`configured`), or the claim.
+pub fn rows() -> Vec<Row> {
+    let server = guc::server();
+    let claims = shmem::claims();
+    Kind::ALL
+        .into_iter()
+        .map(|kind| {
+            let given = match kind {
+                Kind::Node => server.map_or(Number::Unset, |s| s.node),
+                Kind::Authority => guc::gdid_authority(),
+            };
+            let claimed = claimed_at_start(kind) && given == Number::Auto;
+            let none = Row {
+                kind: kind.described(),
+                number: None,
+                state: "not set",
+                holder: None,
+                registry: None,
+                since_ms: None,
+                lease_end_ms: None,
+                renewed_ms: None,
+                message: None,
+            };
+            match (given, claims) {
+                (Number::Given(n), _) => Row {
+                    number: Some(n as i32),
+                    state: "configured",
+                    ..none
+                },
+                (Number::Auto, Some(c)) if claimed => {
+                    let shown = c.slot(kind).shown();
+                    let expired = shown.word.state == State::Held
+                        && shown
+                            .word
+                            .valid_at(wallclock::monotonic_coarse_ms())
+                            .is_none();
+                    let ever = shown.since_ms != 0;
+                    let nonzero = |v: i64| (v != 0).then_some(v);
+                    Row {
+                        number: ever.then_some(i32::from(shown.word.number)),
+                        state: if expired {
+                            "expired"
+                        } else {
+                            shown.word.state.name()
+                        },
+                        holder: Some(c.holder.get()).filter(|h| !h.is_empty()),
+                        registry: Some(c.registry.get()).filter(|r| !r.is_empty()),
+                        since_ms: nonzero(shown.since_ms),
+                        lease_end_ms: nonzero(shown.lease_end_ms),
+                        renewed_ms: nonzero(shown.renewed_ms),
+                        message: Some(shown.message).filter(|m| !m.is_empty()),
+                        ..none
+                    }
+                }
+                (Number::Auto, _) => Row {
+                    state: "not claimed",
+                    message: Some(format!(
+                        "{} is auto, but was not when the server started",
+                        kind.setting()
+                    )),
+                    ..none
+                },
+                (Number::Unset, _) => none,
+            }
+        })
+        .collect()
+}
