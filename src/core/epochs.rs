@@ -6,17 +6,19 @@
 //! Backends reach a slot without a lock (the generators' whole point), so a slot cannot be
 //! handed to a new sequence the moment its old one is dropped: a backend may be between
 //! finding the slot and claiming a value from it. This is epoch-based reclamation, at the
-//! granularity of a transaction: before a backend touches the table in a transaction it
-//! publishes the current epoch in its own entry ([`Epochs::enter`]), and clears it when the
-//! transaction ends ([`Epochs::exit`]). A drop marks the slot first, then advances the epoch
-//! ([`Epochs::advance`]), and the slot may be reused once every entry is either clear or
-//! at least that new epoch ([`Epochs::all_past`]): every backend that could have found the
-//! slot before it was dropped has ended its transaction since. A backend entering later finds
-//! the slot dropped (the drop's mark comes before the epoch it reads, in the single total
-//! order of sequentially consistent operations).
+//! granularity of a call: before a call touches the table it publishes the current epoch in
+//! its backend's entry ([`Epochs::enter`]), and clears it when the call ends
+//! ([`Epochs::exit`]). A drop marks the slot first, then advances the epoch
+//! ([`Epochs::advance`]), and the slot may be reused once every entry is either clear or at
+//! least that new epoch ([`Epochs::all_past`]): every call that could have found the slot
+//! before it was dropped has ended since. A call starting later finds the slot dropped (the
+//! drop's mark comes before the epoch it reads, in the single total order of sequentially
+//! consistent operations). What a backend keeps between calls (a call site's slot) it checks
+//! by generation before use, inside the next call's epoch.
 //!
-//! Entering costs one store with a full fence per transaction that uses the table, not one
-//! per value; a long transaction only delays the reuse of slots dropped while it runs.
+//! Entering costs one store with a full fence per call; a call that waits (a first use
+//! reading a locked table) delays the reuse of slots evicted meanwhile, a backend idle in a
+//! transaction does not.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

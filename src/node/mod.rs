@@ -84,6 +84,10 @@ pub fn node_id(server: &Server) -> u32 {
 /// This session's gdid authority and, for a claimed one, the era it generates in; or the
 /// ERROR when `gdid.authority` is not set or its claim is not held.
 pub fn gdid_authority() -> (u8, Option<u32>) {
+    // The library not preloaded is the cause to name first: no setting helps then.
+    if guc::server().is_none() {
+        crate::pg::errors::not_preloaded();
+    }
     authority_now().unwrap_or_else(|| match guc::gdid_authority() {
         Number::Auto => claims::refuse(Kind::Authority),
         _ => setting_missing(

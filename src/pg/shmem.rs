@@ -6,9 +6,11 @@
 //! PostgreSQL's hooks directly (`pg_shmem_init!` only sizes Rust types known at compile time).
 //! Nothing is loaded into it at start: sequences enter it as they are used.
 //!
-//! A backend that reaches the table through [`registry`] enters the current epoch for the rest
-//! of its transaction, so that no slot it may hold is reused meanwhile; the end of the
-//! transaction (or of the backend) leaves it.
+//! A call that reaches the table through [`registry`] enters the current epoch until the
+//! [`Pinned`] it gets is dropped (the end of the call), so that no slot it may hold is reused
+//! meanwhile. Not for the rest of the transaction: a backend idle in a transaction, or
+//! waiting for a table's lock between two calls, would then keep every slot evicted
+//! meanwhile from reuse, and a busy cache would fill up behind it (53400).
 
 use std::ffi::c_void;
 use std::ptr::null_mut;
@@ -243,15 +245,45 @@ pub fn claims() -> Option<&'static Claims> {
     unsafe { CLAIMS.load(Ordering::Acquire).as_ref() }
 }
 
-/// The table for a backend, or `None` when the library was not preloaded. The backend enters
-/// the current epoch, if it has not in this transaction yet (see the module's comment).
+/// The table for a call, or `None` when the library was not preloaded. The backend is in the
+/// current epoch (see the module's comment) until the returned value is dropped; the slots
+/// found through it may be used until then, and only by generation after that.
 #[inline]
-pub fn registry() -> Option<Registry<'static>> {
+pub fn registry() -> Option<Pinned> {
     let registry = unentered_registry()?;
-    if !ENTERED.load(Ordering::Relaxed) {
+    if PINS.load(Ordering::Relaxed) == 0 {
         enter();
     }
-    Some(registry)
+    PINS.fetch_add(1, Ordering::Relaxed);
+    Some(Pinned { registry })
+}
+
+/// The table, with this backend in the current epoch while it lives.
+pub struct Pinned {
+    registry: Registry<'static>,
+}
+
+impl std::ops::Deref for Pinned {
+    type Target = Registry<'static>;
+
+    fn deref(&self) -> &Registry<'static> {
+        &self.registry
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        // Also when an ERROR unwinds the call (pgrx raises it as a panic through these
+        // frames); the end of the transaction leaves in any case.
+        match PINS.load(Ordering::Relaxed) {
+            0 => {}
+            1 => {
+                PINS.store(0, Ordering::Relaxed);
+                leave();
+            }
+            n => PINS.store(n - 1, Ordering::Relaxed),
+        }
+    }
 }
 
 /// The table without entering an epoch: for reading statistics that hold no slot across
@@ -284,8 +316,10 @@ fn epochs() -> Option<Epochs<'static>> {
     }
 }
 
-/// Whether this backend has entered the current epoch in this transaction. Process-local: a
-/// backend is one thread.
+/// How many live [`Pinned`] this backend has (calls may nest: a first use reads tables whose
+/// DEFAULT may generate). Process-local: a backend is one thread.
+static PINS: AtomicUsize = AtomicUsize::new(0);
+/// Whether this backend's epoch entry is set.
 static ENTERED: AtomicBool = AtomicBool::new(false);
 static CALLBACKS: AtomicBool = AtomicBool::new(false);
 
@@ -320,13 +354,14 @@ fn enter() {
     ENTERED.store(true, Ordering::Relaxed);
 }
 
-/// Enters the current epoch again, if this backend has entered one: slots evicted since it
-/// first entered may then take new sequences without waiting for its transaction to end.
-/// Only where it holds no slot reference between a check of its generation and its use
-/// (resolving a name): a slot evicted before this call reads as evicted from now on, and
-/// one evicted after waits for this backend again.
+/// Enters the current epoch again, if the caller's is this backend's only pin: slots evicted
+/// since it entered may then take new sequences without waiting for its call to end. Only
+/// where the caller holds no slot between a check of its generation and its use (entering a
+/// sequence into the cache, which may wait for others to leave it). With an outer call of
+/// this backend pinned too (a first use whose reading of tables generates), it may hold a
+/// slot, and nothing changes.
 pub fn refresh_epoch() {
-    if ENTERED.load(Ordering::Relaxed) {
+    if PINS.load(Ordering::Relaxed) == 1 && ENTERED.load(Ordering::Relaxed) {
         if let (Some(epochs), Some(me)) = (epochs(), my_entry()) {
             epochs.enter(me);
         }
@@ -352,6 +387,9 @@ unsafe extern "C-unwind" fn at_transaction_end(event: pg_sys::XactEvent::Type, _
             | XACT_EVENT_PARALLEL_COMMIT
             | XACT_EVENT_PARALLEL_ABORT
     ) {
+        // Every call has ended by now; should a pin have been lost on the way, it must not
+        // keep the cache's evicted slots from reuse for the rest of the backend's life.
+        PINS.store(0, Ordering::Relaxed);
         leave();
     }
 }

@@ -4,7 +4,6 @@
 
 use pgrx::pg_sys;
 
-use crate::core::registry::Registry;
 use crate::guc::{self, Server};
 use crate::pg::errors::not_preloaded;
 use crate::pg::shmem;
@@ -14,8 +13,9 @@ pub fn current_db() -> u32 {
     unsafe { pg_sys::MyDatabaseId }.to_u32()
 }
 
-/// The cache of sequences, or the ERROR for a library that was not preloaded.
-pub fn registry() -> Registry<'static> {
+/// The cache of sequences, pinned for the caller (see `shmem`), or the ERROR for a library
+/// that was not preloaded.
+pub fn registry() -> shmem::Pinned {
     shmem::registry().unwrap_or_else(|| not_preloaded())
 }
 

@@ -150,8 +150,8 @@ fn check(name: SequenceName<'_>, opened: &Opened, layout: &Layout, purpose: Purp
 }
 
 /// The slot of `key` in the cache, entering it if it is not there. A full cache evicts the
-/// least recently used of a sample; if every slot is held by transactions still running, the
-/// caller waits up to a second for one to end.
+/// least recently used of a sample; if every slot is held by calls still running, the caller
+/// waits up to a second for one to end.
 fn cache_slot(key: Key, kind: Kind, created_with: CreationLayout) -> SlotRef {
     let registry = lookup::registry();
     if let Some(at) = registry.find(key) {
@@ -162,9 +162,10 @@ fn cache_slot(key: Key, kind: Kind, created_with: CreationLayout) -> SlotRef {
     let now_ms = wallclock::precise_unix_ms();
     let seed = key.hash() ^ now_ms as u64;
     let mut waited_ms = 0;
-    // Nothing of the cache is in use here: slots this transaction itself evicted may be taken.
-    shmem::refresh_epoch();
     loop {
+        // Nothing of the cache is in use here: slots evicted so far (by this call too) may be
+        // taken, and this call, waiting, must not keep others' evictions from reuse.
+        shmem::refresh_epoch();
         let lock = InterruptibleLock::acquire(shmem::cache_lock());
         if let Some(at) = registry.find(key) {
             if registry.slot(at.idx).created_with() == created_with {
@@ -188,15 +189,15 @@ fn cache_slot(key: Key, kind: Kind, created_with: CreationLayout) -> SlotRef {
             error(
                 Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
                 format!(
-                    "the cache of sequences is full: all {} entries are in use by running transactions",
+                    "the cache of sequences is full: all {} entries are in use",
                     registry.capacity()
                 ),
             )
             .detail(format!(
-                "{} entries wait for the transactions that used them to end.",
+                "{} evicted entries wait for calls still using them to end.",
                 registry.evicted_in_use()
             ))
-            .hint("Raise snowflake.max_sequences and restart, or end long transactions that generated values.")
+            .hint("Raise snowflake.max_sequences and restart.")
             .raise();
         }
         // SAFETY: pg_usleep only sleeps; interrupts are checked right after.

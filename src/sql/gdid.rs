@@ -245,15 +245,16 @@ fn resolved(scope: &[u8], sequence: &[u8], purpose: Purpose) -> Resolved {
 }
 
 fn next(call: Call<'_>) -> Gdid {
-    let registry = lookup::registry();
     let (authority, era) = node::gdid_authority();
     prerequisites::require_may_generate("gdid_next()", What::Authority);
     loop {
         let r = callsite::resolved(
             call,
-            |at| registry.seq::<GdidState>(at).is_some(),
+            |at| lookup::registry().seq::<GdidState>(at).is_some(),
             |[scope, sequence]| resolved(scope, sequence, Purpose::Generate),
         );
+        // Pinned after resolving, which may wait: see `shmem::refresh_epoch`.
+        let registry = lookup::registry();
         if let Some(t) = registry
             .seq::<GdidState>(r.at)
             .and_then(|seq| take(seq, &r, authority, era, 1))
@@ -364,12 +365,12 @@ fn described(r: &Resolved) -> String {
 }
 
 fn advance(name: SequenceName<'_>, past: Gdid) {
-    let registry = lookup::registry();
     loop {
         let r = match name {
             SequenceName::Gdid { scope, sequence } => resolved(scope, sequence, Purpose::Advance),
             SequenceName::Snowflake(_) => unreachable!("gdid_advance names a gdid sequence"),
         };
+        let registry = lookup::registry();
         let Some(seq) = registry.seq::<GdidState>(r.at) else {
             continue; // evicted meanwhile
         };
@@ -401,11 +402,11 @@ fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
         call,
         || {
             let n = prerequisites::count_argument(n, "block");
-            let registry = lookup::registry();
             let (authority, era) = node::gdid_authority();
             prerequisites::require_may_generate("gdid_next_block()", What::Authority);
             let t = loop {
                 let r = resolved(scope, sequence, Purpose::Generate);
+                let registry = lookup::registry();
                 if let Some(t) = registry
                     .seq::<GdidState>(r.at)
                     .and_then(|seq| take(seq, &r, authority, era, n))
@@ -456,7 +457,9 @@ fn sequence_state(seq: pg_sys::Oid, emit: &mut dyn FnMut(gdid_sequence_state::Ro
         filenode: opened.filenode,
     };
     // Without the library preloaded there is no cache: the catalog's part only.
-    let cached = shmem::registry().and_then(|registry| {
+    // Pinned while the stats are read: the slot is not reused meanwhile.
+    let pinned = shmem::registry();
+    let cached = pinned.as_ref().and_then(|registry| {
         registry
             .find(key)
             .and_then(|at| registry.seq::<GdidState>(at))

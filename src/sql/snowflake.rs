@@ -9,7 +9,7 @@ use crate::core::lease::{self, Lease};
 use crate::core::sightings::What;
 use crate::core::snowflake::clock::{self, Bounds, Refusal, Reservation};
 use crate::core::snowflake::epoch::{format_utc, pg_timestamp_to_unix_ms, unix_ms_to_pg_timestamp};
-use crate::core::snowflake::handle::{lease_target_ms, Miss, SnowflakeSeq, SnowflakeState};
+use crate::core::snowflake::handle::{Miss, SnowflakeSeq, SnowflakeState};
 use crate::core::snowflake::layout::{preset, preset_names, Layout, Parts};
 use crate::core::wallclock;
 use crate::pg::errors::{error, Clipped, Code};
@@ -146,15 +146,17 @@ fn resolved(name: &[u8], layout: &Layout) -> Resolved {
 }
 
 fn next(call: Call<'_>) -> i64 {
-    let (server, registry) = (lookup::server(), lookup::registry());
+    let server = lookup::server();
     let node = node::node_id(server);
     prerequisites::require_may_generate("snowflake_next()", What::Node);
     loop {
         let r = callsite::resolved(
             call,
-            |at| registry.seq::<SnowflakeState>(at).is_some(),
+            |at| lookup::registry().seq::<SnowflakeState>(at).is_some(),
             |[name]| resolved(name, &server.layout),
         );
+        // Pinned after resolving, which may wait: see `shmem::refresh_epoch`.
+        let registry = lookup::registry();
         if let Some(t) = registry
             .seq::<SnowflakeState>(r.at)
             .and_then(|seq| reserve(&server.layout, node, seq, &r, 1))
@@ -179,11 +181,12 @@ fn next_batch(call: Call<'_>, name: &[u8], n: i32) -> Datum {
         call,
         || {
             let n = prerequisites::count_argument(n, "batch");
-            let (server, registry) = (lookup::server(), lookup::registry());
+            let server = lookup::server();
             let node = node::node_id(server);
             prerequisites::require_may_generate("snowflake_next_batch()", What::Node);
             let t = loop {
                 let r = resolved(name, &server.layout);
+                let registry = lookup::registry();
                 if let Some(t) = registry
                     .seq::<SnowflakeState>(r.at)
                     .and_then(|seq| reserve(&server.layout, node, seq, &r, n))
@@ -309,7 +312,7 @@ fn extend_lease(
     let now_ms = layout
         .ms_since_epoch(now_unix_ms)
         .unwrap_or(last >> layout.counter_bits);
-    let end = lease_target_ms(last, now_ms, bounds);
+    let end = seq.lease_target_ms(last, now_ms, bounds);
     durable::write_and_flush(r.relid, lease::snowflake_to_value(layout.epoch_ms, end));
     seq.publish_lease(end);
     seq.slot().touch(now_unix_ms);
@@ -491,7 +494,9 @@ fn sequence_state(seq: pg_sys::Oid, emit: &mut dyn FnMut(snowflake_sequence_stat
         relid: seq.to_u32(),
         filenode: opened.filenode,
     };
-    let cached = shmem::registry().and_then(|registry| {
+    // Pinned while the stats are read: the slot is not reused meanwhile.
+    let pinned = shmem::registry();
+    let cached = pinned.as_ref().and_then(|registry| {
         registry
             .find(key)
             .and_then(|at| registry.seq::<SnowflakeState>(at))

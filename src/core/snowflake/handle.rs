@@ -32,9 +32,13 @@ pub struct SnowflakeState {
     clock_regressions: AtomicU64,
     /// Lease extensions since the sequence entered the cache.
     lease_extensions: AtomicU64,
+    /// The end (ms) of the durable lease its relation held when it entered the cache: up to
+    /// there the sequence skipped ahead without handing anything out (see
+    /// [`lease_target_ms`]).
+    restored_end_ms: AtomicU64,
 }
 
-// SAFETY: repr(C), six AtomicU64 (48 bytes, align 8), valid when zeroed.
+// SAFETY: repr(C), seven AtomicU64 (56 bytes, align 8), valid when zeroed.
 unsafe impl SlotState for SnowflakeState {
     const KIND: Kind = Kind::Snowflake;
 }
@@ -82,14 +86,23 @@ pub fn lease_window_ms(max_ahead_ms: u64) -> u64 {
 /// (capping it made one extension, an fsync and a WAL flush, per wall-clock millisecond). The
 /// price: after a crash, such a sequence resumes up to one window past the bound and waits
 /// (then fails with 53400) until the clock has caught up by that much.
-pub fn lease_target_ms(last: u64, now_ms: u64, b: &Bounds) -> u64 {
+///
+/// Except within a window of `restored_end_ms`, the lease its relation held when the
+/// sequence entered the cache: the sequence went there without handing anything out, and a
+/// window counted from it would move a sequence that leaves and enters a busy cache one
+/// window further ahead of the clock each time (on to 53400). There the window is counted
+/// from the clock alone, and a sequence ahead of it extends by what it needs.
+pub fn lease_target_ms(last: u64, now_ms: u64, b: &Bounds, restored_end_ms: u64) -> u64 {
     let needed = (last >> b.counter_bits) + 1;
     let layout_end = (b.max_tick >> b.counter_bits) + 1;
-    needed
-        .max(now_ms)
-        .saturating_add(lease_window_ms(b.max_ahead_ms))
-        .min(layout_end)
-        .max(needed)
+    let window = lease_window_ms(b.max_ahead_ms);
+    // 0: it entered the cache with no lease in its relation (a fresh sequence).
+    let from = if restored_end_ms > 0 && needed <= restored_end_ms.saturating_add(window) {
+        now_ms
+    } else {
+        needed.max(now_ms)
+    };
+    from.saturating_add(window).min(layout_end).max(needed)
 }
 
 /// The last coarse wall-clock reading of this process, to notice the clock stepping back.
@@ -194,6 +207,13 @@ impl SnowflakeSeq<'_> {
             .fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The end of a lease extension covering tick `last` at `now_ms` (see
+    /// [`lease_target_ms`]).
+    pub fn lease_target_ms(&self, last: u64, now_ms: u64, bounds: &Bounds) -> u64 {
+        let restored = self.state().restored_end_ms.load(Ordering::Acquire);
+        lease_target_ms(last, now_ms, bounds, restored)
+    }
+
     /// The durable lease it holds: the first millisecond not covered.
     pub fn lease(&self) -> Lease {
         let cb = self.layout().counter_bits;
@@ -208,6 +228,9 @@ impl SnowflakeSeq<'_> {
     pub fn restore(&self, lease: Lease) {
         let cb = self.layout().counter_bits;
         let end_tick = lease.end << cb;
+        self.state()
+            .restored_end_ms
+            .fetch_max(lease.end, Ordering::AcqRel);
         self.state().lease_end.fetch_max(end_tick, Ordering::AcqRel);
         self.state()
             .tick
@@ -386,18 +409,18 @@ mod tests {
         let t = |ms: u64| clock::tick_of_ms(ms, 12);
         let b = bounds(10_000);
         // A sequence at the clock: one window ahead.
-        assert_eq!(lease_target_ms(t(100), 100, &b), 1101);
+        assert_eq!(lease_target_ms(t(100), 100, &b, 0), 1101);
         // A sequence ahead of the clock: one window past the sequence, even at the
         // run-ahead bound, so that a sequence held there extends once a second, not once a
         // millisecond.
-        assert_eq!(lease_target_ms(t(9_500), 0, &b), 10_501);
-        assert_eq!(lease_target_ms(t(10_000), 0, &b), 11_001);
+        assert_eq!(lease_target_ms(t(9_500), 0, &b, 0), 10_501);
+        assert_eq!(lease_target_ms(t(10_000), 0, &b, 0), 11_001);
         // Below a second of run-ahead bound, the window is the bound.
-        assert_eq!(lease_target_ms(t(100), 100, &bounds(100)), 201);
+        assert_eq!(lease_target_ms(t(100), 100, &bounds(100), 0), 201);
         assert_eq!(lease_window_ms(0), 1);
         // Never past the end of the layout, always covering `last`.
         let end_ms = (b.max_tick >> 12) + 1;
-        assert_eq!(lease_target_ms(b.max_tick, end_ms - 1, &b), end_ms);
+        assert_eq!(lease_target_ms(b.max_tick, end_ms - 1, &b, 0), end_ms);
     }
 
     /// A sequence held at the run-ahead bound by a burst (the clock advancing one millisecond
@@ -412,7 +435,7 @@ mod tests {
             for now in 0..seconds * 1_000 {
                 let last = t12(now + max_ahead); // pinned at the bound
                 if last >> 12 >= lease_end_ms {
-                    lease_end_ms = lease_target_ms(last, now, &b);
+                    lease_end_ms = lease_target_ms(last, now, &b, 0);
                     extensions += 1;
                 }
             }
@@ -422,6 +445,44 @@ mod tests {
                 "max_ahead {max_ahead}: {extensions} extensions"
             );
         }
+    }
+
+    /// A sequence that enters the cache again and again (evicted by a busy cache between two
+    /// uses, each entry continuing above the lease its relation holds) stays within a few
+    /// milliseconds of the clock instead of moving a window ahead per entry.
+    #[test]
+    fn entering_the_cache_again_does_not_run_ahead() {
+        let b = bounds(10_000);
+        let mut durable_ms = 0u64; // the relation's lease
+        let mut entries_per_ms = 0;
+        for now in (1_000u64..3_000).step_by(2) {
+            // Two entries every 2 ms: each restores the relation's lease, takes one tick
+            // past it, and extends the lease to cover it.
+            for _ in 0..2 {
+                let restored = durable_ms;
+                let last = t12(restored.max(now)); // the first tick past the lease
+                durable_ms = lease_target_ms(last, now, &b, restored);
+                assert!(
+                    durable_ms > last >> 12,
+                    "the lease covers what was handed out"
+                );
+                entries_per_ms += 1;
+            }
+            assert!(
+                durable_ms <= now + lease_window_ms(10_000) + 2,
+                "at {now} ms the lease reached {durable_ms}"
+            );
+        }
+        assert_eq!(entries_per_ms, 2_000);
+        // And without the rule (the window counted from the sequence after each entry), the
+        // same entries would have run the lease ahead by far more than the bound.
+        let mut runaway_ms = 0u64;
+        for now in (1_000u64..3_000).step_by(2) {
+            for _ in 0..2 {
+                runaway_ms = lease_target_ms(t12(runaway_ms.max(now)), now, &b, 0);
+            }
+        }
+        assert!(runaway_ms > 3_000 + b.max_ahead_ms);
     }
 
     fn t12(ms: u64) -> u64 {
