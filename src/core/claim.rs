@@ -405,11 +405,20 @@ pub fn hold_after_ms(kind: Kind, max_clock_ahead_ms: i64, clock_error_ms: i64) -
     ahead + 2 * clock_error_ms
 }
 
-/// How this server names itself to the registry: a restart of the same server (same host,
-/// port, data directory and system) finds its number again; a copy of it (a standby
-/// promoted, a clone) is another holder.
-pub fn holder_name(host: &str, port: u16, data_directory: &str, system_identifier: u64) -> String {
-    format!("{host}:{port}:{data_directory} (system {system_identifier})")
+/// How this server names itself to the registry: host, port, data directory, system and the
+/// time the postmaster started. The worker restarted within one life of the postmaster (a
+/// crash of a backend included) finds its number again; anything else is another holder,
+/// even a copy that matches in everything but the start (a standby promoted, a cloned
+/// machine with the same host name, a data directory copied and started elsewhere): it
+/// claims a free number, and never one that may still be in use under the same name.
+pub fn holder_name(
+    host: &str,
+    port: u16,
+    data_directory: &str,
+    system_identifier: u64,
+    started: &str,
+) -> String {
+    format!("{host}:{port}:{data_directory} (system {system_identifier}, started {started})")
 }
 
 /// A connection string as the view shows it: a password (`password=...` or the password of a
@@ -647,15 +656,23 @@ mod tests {
 
     #[test]
     fn holders_differ_by_server() {
-        let a = holder_name("db1", 5432, "/var/lib/postgresql/15/main", 7);
-        assert_eq!(a, "db1:5432:/var/lib/postgresql/15/main (system 7)");
-        assert_ne!(
+        let a = holder_name("db1", 5432, "/var/lib/postgresql/15/main", 7, "t1");
+        assert_eq!(
             a,
-            holder_name("db2", 5432, "/var/lib/postgresql/15/main", 7)
+            "db1:5432:/var/lib/postgresql/15/main (system 7, started t1)"
         );
         assert_ne!(
             a,
-            holder_name("db1", 5432, "/var/lib/postgresql/15/main", 8)
+            holder_name("db1", 5432, "/var/lib/postgresql/15/main", 7, "t2"),
+            "a copy started at another time is another holder"
+        );
+        assert_ne!(
+            a,
+            holder_name("db2", 5432, "/var/lib/postgresql/15/main", 7, "t1")
+        );
+        assert_ne!(
+            a,
+            holder_name("db1", 5432, "/var/lib/postgresql/15/main", 8, "t1")
         );
     }
 }

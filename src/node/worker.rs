@@ -20,6 +20,7 @@ use pgrx::bgworkers::{
 use pgrx::pg_sys;
 
 use crate::core::claim::{self, Claims, Kind, Request, State};
+use crate::core::snowflake::epoch::format_utc;
 use crate::core::wallclock::{self, COARSE_MARGIN_MS};
 use crate::guc::{self, ClaimSettings};
 use crate::node::libpq::{Connection, Failure};
@@ -159,7 +160,8 @@ fn run() {
         .store(std::ptr::null_mut(), std::sync::atomic::Ordering::Release);
 }
 
-/// This server as the registry knows it: host, port, data directory, system identifier.
+/// This server as the registry knows it: host, port, data directory, system identifier and
+/// the postmaster's start (see `claim::holder_name`).
 fn holder() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most buf.len() bytes; DataDir is the NUL-terminated path
@@ -177,7 +179,11 @@ fn holder() -> String {
             pg_sys::GetSystemIdentifier(),
         )
     };
-    claim::holder_name(&host, port, &dir, system)
+    // SAFETY: a plain read of a postmaster global, set before any worker starts.
+    let started_us = unsafe { pg_sys::PgStartTime };
+    // PostgreSQL's timestamps count microseconds from 2000-01-01 UTC.
+    let started = format_utc(started_us.div_euclid(1_000) + 946_684_800_000);
+    claim::holder_name(&host, port, &dir, system, &started)
 }
 
 fn log(message: String) {

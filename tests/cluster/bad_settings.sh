@@ -4,7 +4,9 @@
 # and drop a misspelt name the same way; then every ID would carry node 0 and every gdid
 # authority 0, colliding silently with the real node 0. Here each such configuration stops
 # the server at start with a FATAL that names the setting; a configuration without a node
-# number or authority starts, but the generators refuse until they are set.
+# number or authority starts, but the generators refuse until they are set. A number to be
+# claimed (auto) without a registry, or with a clock error that would use up a third of the
+# claim's lease, is refused at start too.
 # snowflake.max_sequences_per_database is obsolete since 0.4.0 (sequences are relations of
 # their databases, without a limit of their own): a valid value is accepted and has no effect,
 # an invalid one is still refused like any other.
@@ -50,6 +52,13 @@ refuses "snowflake.max_clock_ahead = '2h'" 'invalid value for parameter "snowfla
 refuses 'snowflake.max_sequences = 0' 'invalid value for parameter "snowflake.max_sequences": "0"'
 refuses 'snowflake.max_sequences_per_database = 0' \
     'invalid value for parameter "snowflake.max_sequences_per_database": "0"'
+# A number claimed from a registry needs one, and a lease the clock error leaves time in.
+refuses 'snowflake.node_id = auto' 'invalid value for parameter "snowflake.registry": ""'
+refuses $'gdid.authority = auto\nsnowflake.registry = \'   \'' \
+    'invalid value for parameter "snowflake.registry": "   "'
+refuses $'snowflake.node_id = auto\nsnowflake.registry = \'host=127.0.0.1\'\nsnowflake.claim_lease = \'3s\'\nsnowflake.claim_clock_error = \'1s\'' \
+    'invalid value for parameter "snowflake.claim_clock_error": "1000ms"'
+refuses "snowflake.claim_lease = '500ms'" 'invalid value for parameter "snowflake.claim_lease": "500ms"'
 refuses 'snowflake.nodeid = 3' 'unrecognized configuration parameter "snowflake.nodeid"'
 refuses 'gdid.authorty = 3' 'unrecognized configuration parameter "gdid.authorty"'
 
