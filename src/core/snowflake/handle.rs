@@ -228,10 +228,14 @@ impl SnowflakeSeq<'_> {
     pub fn restore(&self, lease: Lease) {
         let cb = self.layout().counter_bits;
         let end_tick = lease.end << cb;
-        self.state()
-            .restored_end_ms
-            .fetch_max(lease.end, Ordering::AcqRel);
-        self.state().lease_end.fetch_max(end_tick, Ordering::AcqRel);
+        // Only a lease this entry did not make itself moves the sequence without handing
+        // anything out (every extension reads the relation back, and finds its own lease
+        // there).
+        if self.state().lease_end.fetch_max(end_tick, Ordering::AcqRel) < end_tick {
+            self.state()
+                .restored_end_ms
+                .fetch_max(lease.end, Ordering::AcqRel);
+        }
         self.state()
             .tick
             .fetch_max(end_tick.saturating_sub(1), Ordering::AcqRel);
@@ -483,6 +487,29 @@ mod tests {
             }
         }
         assert!(runaway_ms > 3_000 + b.max_ahead_ms);
+    }
+
+    /// Every extension reads the relation back and restores what it finds, usually the
+    /// entry's own last lease: that is no entry into the cache, and a burst keeps extending
+    /// once per window.
+    #[test]
+    fn reading_back_its_own_lease_is_not_an_entry() {
+        with_seq(|seq| {
+            let layout = seq.layout();
+            let b = seq.bounds(&layout, 1_000);
+            seq.restore(Lease { era: 0, end: 500 });
+            assert_eq!(seq.state().restored_end_ms.load(Ordering::Relaxed), 500);
+            seq.publish_lease(2_000);
+            seq.restore(Lease { era: 0, end: 2_000 });
+            assert_eq!(
+                seq.state().restored_end_ms.load(Ordering::Relaxed),
+                500,
+                "its own lease read back"
+            );
+            // Held at the bound (1 s ahead of the clock at 1,000): a window past the sequence.
+            let last = t12(2_000);
+            assert_eq!(seq.lease_target_ms(last, 1_000, &b), 2_001 + 1_000);
+        });
     }
 
     fn t12(ms: u64) -> u64 {
