@@ -39,6 +39,7 @@ stop_all() {
         done
     fi
     touch "$R/stop"
+    ha_kill_clients
     # Each pg_autoctl runs in a session of its own: its services rename themselves
     # ("pg_autoctl: start/stop postgres") and restart Postgres, so the whole group goes.
     for n in "${!keeper[@]}"; do kill -KILL -- "-${keeper[$n]}" 2>/dev/null || true; done

@@ -39,6 +39,7 @@ stop_all() {
         done
     fi
     touch "$R/stop"
+    ha_kill_clients
     # Patroni and etcd each run in a session of their own; Patroni's postmaster runs in yet
     # another (Patroni starts it through a child that calls setsid), so it goes by its pid
     # file and its session.

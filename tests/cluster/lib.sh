@@ -1,5 +1,9 @@
 # shellcheck shell=bash
 # Shared by the cluster tests: throwaway instances under one directory, removed on any exit.
+
+# A function run inside $(...) keeps `set -e`: without it, a failed step there (a copy, a
+# start) would be ignored and the function would go on to print a passing result.
+shopt -s inherit_errexit
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/pgcluster.sh"
 
 CLUSTER_ROOT=$(mktemp -d /tmp/snowflake_id_cluster.XXXXXX)
@@ -233,6 +237,7 @@ ha_client() {
         fi
     done
 }
+HA_CLIENTS=()
 # ha_start_clients: two clients, from no keys; ha_stop_clients: stops them and waits.
 ha_start_clients() {
     rm -f "$HA_DIR"/client.[12] "$HA_DIR/stop"
@@ -245,6 +250,16 @@ ha_stop_clients() {
     touch "$HA_DIR/stop"
     wait "${HA_CLIENTS[@]}"
     rm -f "$HA_DIR/stop"
+}
+# ha_kill_clients: for a test's EXIT trap: ends the clients (and their psql) at once, so that
+# after a failure none goes on beside the following tests.
+ha_kill_clients() {
+    local pid
+    for pid in "${HA_CLIENTS[@]}"; do
+        pkill -P "$pid" 2>/dev/null || true
+        kill "$pid" 2>/dev/null || true
+    done
+    HA_CLIENTS=()
 }
 # ha_returned: the clients' lines, "time id gdid", one per committed insert.
 ha_returned() { cat "$HA_DIR"/client.[12] 2>/dev/null; }
