@@ -120,9 +120,10 @@ pub fn make(name: SequenceName<'_>, relname: &RelationName, schema: Schema, layo
 /// worker's own `lock_timeout`), so the others' wait is bounded too.
 fn make_once(kind: Kind, relname: &RelationName, schema: Oid, layout: &Layout) {
     let key = relname.creation_lock_key(kind);
-    // SAFETY: MyDatabaseId is set in a backend connected to a database.
+    // SAFETY: a plain read; MyDatabaseId is set in a backend connected to a database.
+    let db = unsafe { pg_sys::MyDatabaseId };
     let tag = pg_sys::LOCKTAG {
-        locktag_field1: unsafe { pg_sys::MyDatabaseId }.to_u32(),
+        locktag_field1: db.to_u32(),
         locktag_field2: (key >> 32) as u32,
         locktag_field3: key as u32,
         locktag_field4: CREATION_LOCK_CLASS,

@@ -127,12 +127,12 @@ struct IndexProbe {
 impl IndexProbe {
     /// The first usable index of column `attnum` of relation `rel`, if it has one.
     fn open(rel: Oid, attnum: i16, keys: Keys) -> Option<IndexProbe> {
-        // SAFETY: the relation is opened (and locked as any reader locks it) if it still
-        // exists; each candidate index is opened, checked and closed again unless chosen;
-        // every field read is of an open relation.
         if another_sessions_temporary(rel) {
             return None;
         }
+        // SAFETY: the relation is opened (and locked as any reader locks it) if it still
+        // exists; each candidate index is opened, checked and closed again unless chosen;
+        // every field read is of an open relation.
         unsafe {
             let heap = pg_sys::try_relation_open(rel, pg_sys::AccessShareLock as _);
             if heap.is_null() {
