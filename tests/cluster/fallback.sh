@@ -17,7 +17,11 @@
 # 5. another session's temporary table with the DEFAULT is not read (it cannot be), and does
 #    not stop a first use;
 # 6. 16 sessions meeting a name never used before at the same moment (its sequences made by
-#    the first use): none fails, none repeats a value.
+#    the first use): none fails, none repeats a value;
+# 7. a session waiting for another's making of a new name (whose worker waits here for a
+#    sequence of that name made by hand and not yet committed): lock_timeout,
+#    statement_timeout and pg_cancel_backend end the wait, the sessions go on, the server does
+#    not restart; committed, the hand-made sequence counts as made (its worker's 23505).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap cleanup_with_jobs EXIT
@@ -222,4 +226,39 @@ for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
 expect "$db" "SELECT count(DISTINCT id) || ' ' || count(DISTINCT g) FROM met" "16 16"
 echo "ok: 16 sessions met a new name at once"
 close_session gate
+
+# 7. Waiting for another session's making of a name.
+open_session maker "$db"
+send maker "BEGIN; CREATE SEQUENCE snowflake.by_hand AS bigint INCREMENT 10 MINVALUE 1735689600000
+    MAXVALUE 3934712855552 START 1735689600000; SELECT 'made';"
+wait_until 10 "the sequence made by hand" grep -q '^made$' "$CLUSTER_ROOT/maker.out"
+open_session new_use "$db"
+send new_use "SELECT 'first ' || snowflake_next('by_hand');"
+wait_until 10 "the first use's worker to wait for the sequence made by hand" \
+    sql_is "$db" "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'snowflake_id sequence creator' AND wait_event_type = 'Lock'" 1
+for how in "lock_timeout" "statement_timeout"; do
+    out=$(session "$db" -At -v ON_ERROR_STOP=0 -c "SET $how = '300ms'" -c "SELECT snowflake_next('by_hand')" \
+        -c "SELECT 'usable after the $how'" 2>&1 || true)
+    grep -q "ERROR:  canceling statement due to ${how/_timeout/ timeout}" <<<"$out" || fail "$how did not end the wait for the making: $out"
+    grep -q "^usable after the $how$" <<<"$out" || fail "the session did not go on after $how: $out"
+done
+open_session waiter "$db"
+waiter_pid=$(session_pid waiter)
+send waiter "SELECT 'waiter ' || snowflake_next('by_hand');"
+wait_until 10 "the waiter to wait for the name's lock" \
+    sql_is "$db" "SELECT wait_event_type || ' ' || wait_event FROM pg_stat_activity WHERE pid = $waiter_pid" "Lock advisory"
+expect "$db" "SELECT pg_cancel_backend($waiter_pid)" t
+wait_until 10 "the cancel" grep -q 'ERROR:  canceling statement due to user request' "$CLUSTER_ROOT/waiter.out"
+echo "ok: lock_timeout, statement_timeout and pg_cancel_backend ended waits for another session's making of a name"
+send maker "COMMIT;"
+wait_until 15 "the first use after the commit" grep -q '^first ' "$CLUSTER_ROOT/new_use.out"
+send waiter "SELECT 'waiter ' || snowflake_next('by_hand');"
+wait_until 10 "the cancelled session to go on" grep -q '^waiter ' "$CLUSTER_ROOT/waiter.out"
+grep -q 'ERROR' "$CLUSTER_ROOT/new_use.out" && fail "the first use failed: $(cat "$CLUSTER_ROOT/new_use.out")"
+expect "$db" "SELECT count(*) FROM pg_class WHERE relname = 'by_hand'" 1
+! grep -q 'terminated by signal' "$db/server.log" || fail "the server restarted: $(grep 'terminated by signal' "$db/server.log")"
+close_session new_use
+close_session waiter
+close_session maker
+echo "ok: the sequence made by hand meanwhile counted as made"
 echo "fallback: ok"
