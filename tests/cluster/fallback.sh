@@ -17,7 +17,9 @@
 # 5. another session's temporary table with the DEFAULT is not read (it cannot be), and does
 #    not stop a first use;
 # 6. 16 sessions meeting a name never used before at the same moment (its sequences made by
-#    the first use): none fails, none repeats a value;
+#    the first use): none fails, none repeats a value; then 16 sessions each meeting names of
+#    its own at once (32 new sequences, more than max_worker_processes = 8 workers at once):
+#    none fails;
 # 7. a session waiting for another's making of a new name (whose worker waits here for a
 #    sequence of that name made by hand and not yet committed): lock_timeout,
 #    statement_timeout and pg_cancel_backend end the wait, the sessions go on, the server does
@@ -225,6 +227,22 @@ for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
 [ "$failed" = 0 ] || { grep -h ERROR "$CLUSTER_ROOT"/met_*.log | sort | uniq -c || true; fail "$failed of 16 sessions failed to meet a new name at once"; }
 expect "$db" "SELECT count(DISTINCT id) || ' ' || count(DISTINCT g) FROM met" "16 16"
 echo "ok: 16 sessions met a new name at once"
+send gate "SELECT pg_advisory_lock(44);"
+wait_until 10 "the gate" sql_is "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 44 AND granted" 1
+pids=()
+for s in $(seq 1 16); do
+    session "$db" -c "SELECT pg_advisory_lock_shared(44)" \
+        -c "INSERT INTO met SELECT snowflake_next('own_$s'), gdid_next('fallback', 'own_$s')" \
+        >"$CLUSTER_ROOT/own_$s.log" 2>&1 &
+    pids+=($!)
+done
+wait_until 30 "16 sessions at the gate" sql_is "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 44 AND NOT granted" 16
+send gate "SELECT pg_advisory_unlock(44);"
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
+[ "$failed" = 0 ] || { grep -h ERROR "$CLUSTER_ROOT"/own_*.log | sort | uniq -c || true; fail "$failed of 16 sessions failed to meet new names of their own at once"; }
+expect "$db" "SELECT count(*) FROM pg_class WHERE relname ~ '^(fallback/)?own_[0-9]+$' AND relkind = 'S'" 32
+echo "ok: 16 sessions met 32 new names at once"
 close_session gate
 
 # 7. Waiting for another session's making of a name.
