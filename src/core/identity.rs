@@ -125,6 +125,17 @@ impl RelationName {
         r.bytes[..name.len()].copy_from_slice(name);
         Some(r)
     }
+
+    /// The key of the lock that serialises the making of this relation in schema `kind`
+    /// (`creator`): FNV-1a over the kind and the name's bytes. Two names that share a key only
+    /// wait for each other's making; nothing else depends on it being unique.
+    pub fn creation_lock_key(&self, kind: Kind) -> u64 {
+        std::iter::once(kind as u8)
+            .chain(self.as_bytes().iter().copied())
+            .fold(0xcbf2_9ce4_8422_2325, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+            })
+    }
 }
 
 impl fmt::Debug for RelationName {
@@ -255,6 +266,16 @@ mod tests {
 
     fn gdid<'a>(scope: &'a [u8], sequence: &'a [u8]) -> SequenceName<'a> {
         SequenceName::Gdid { scope, sequence }
+    }
+
+    #[test]
+    fn creation_lock_keys_tell_kinds_and_names_apart() {
+        let r = |n: &[u8]| RelationName::from_bytes(n).unwrap();
+        let a = r(b"orders").creation_lock_key(Kind::Snowflake);
+        assert_eq!(a, r(b"orders").creation_lock_key(Kind::Snowflake));
+        assert_ne!(a, r(b"orders").creation_lock_key(Kind::Gdid));
+        assert_ne!(a, r(b"order").creation_lock_key(Kind::Snowflake));
+        assert_ne!(a, r(b"orderz").creation_lock_key(Kind::Snowflake));
     }
 
     #[test]

@@ -100,18 +100,72 @@ pub fn make(name: SequenceName<'_>, relname: &RelationName, schema: Schema, layo
     if schema.new_in_this_transaction {
         catalog::create_in_this_transaction(kind, relname, layout);
     } else {
+        make_once(kind, relname, schema.oid, layout);
+    }
+}
+
+/// Makes the relation by a worker unless another session made it meanwhile, one making per
+/// name at a time. Sessions that meet a new name together (16 inserts through the same new
+/// DEFAULT) wait here for the first one's worker and then find its relation: without the
+/// lock each started a worker, which took every slot of `max_worker_processes` (53000), and
+/// all workers but one failed on pg_class's unique index (23505).
+///
+/// The lock is a transaction-level advisory lock (user lock method, as
+/// `pg_advisory_xact_lock` takes one) keyed by the kind and the name, with a `field4` of its
+/// own ([`CREATION_LOCK_CLASS`]) so that it never meets a user's advisory lock. Waiting for
+/// it is PostgreSQL's lock wait: `lock_timeout`, `statement_timeout`, a cancel and the
+/// deadlock detector end it with an ERROR, and the (sub)transaction's abort releases it. It is
+/// released as soon as the relation is there, not held while the caller goes on generating.
+/// The holder waits for its worker, which is bounded (`WORKER_SLOT_WAIT_MS` for a slot, the
+/// worker's own `lock_timeout`), so the others' wait is bounded too.
+fn make_once(kind: Kind, relname: &RelationName, schema: Oid, layout: &Layout) {
+    let key = relname.creation_lock_key(kind);
+    // SAFETY: a plain read; MyDatabaseId is set in a backend connected to a database.
+    let db = unsafe { pg_sys::MyDatabaseId };
+    let tag = pg_sys::LOCKTAG {
+        locktag_field1: db.to_u32(),
+        locktag_field2: (key >> 32) as u32,
+        locktag_field3: key as u32,
+        locktag_field4: CREATION_LOCK_CLASS,
+        locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
+        locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
+    };
+    let mode = pg_sys::ExclusiveLock as pg_sys::LOCKMODE;
+    // SAFETY: a lock request that may wait (and raise, see above), then the invalidations of
+    // whatever committed while it waited, as LockRelationOid reads them: a relation another
+    // session's worker made is found below.
+    unsafe {
+        pg_sys::LockAcquire(&tag, mode, false, false);
+        pg_sys::AcceptInvalidationMessages();
+    }
+    if catalog::find(schema, relname).is_none() {
         create_autonomously(kind, relname, layout);
         // SAFETY: reads the worker's catalog changes into this backend's caches.
         unsafe { pg_sys::AcceptInvalidationMessages() };
     }
+    // SAFETY: the lock taken above, by this transaction; releasing it early is allowed for
+    // a transaction-level lock (UnlockRelationOid does the same).
+    unsafe { pg_sys::LockRelease(&tag, mode, false) };
 }
+
+/// `field4` of the advisory lock tag of a name's making ("SF"): PostgreSQL's own advisory
+/// locks use 1 and 2, and other extensions small numbers. In `pg_locks` it shows as an
+/// advisory lock with `objsubid` 21318.
+const CREATION_LOCK_CLASS: u16 = 0x5346;
+
+/// How long `create_autonomously` waits for a free background worker slot before raising
+/// 53000: workers of this extension end within milliseconds, so a full `max_worker_processes`
+/// at a burst of new names frees up quickly; one held by long-running workers of others
+/// does not, and the caller is told.
+const WORKER_SLOT_WAIT_MS: u64 = 10_000;
 
 /// The entry point PostgreSQL's background worker machinery calls, by name.
 const ENTRY: &CStr = c"snowflake_id_sequence_creator";
 
 /// Makes sequence `name` of `kind` (its definition recording `layout`) in a transaction of its
-/// own, as the current role; returns once it is committed (or was there already). Raises the
-/// worker's error, or 53000 when no worker can be started.
+/// own, as the current role; returns once it is committed (or was there already, or made
+/// meanwhile by another transaction: the caller looks it up again). Raises the worker's
+/// error, or 53000 when no worker could be started for `WORKER_SLOT_WAIT_MS`.
 pub fn create_autonomously(kind: Kind, name: &RelationName, layout: &Layout) {
     // SAFETY: dsm_create in a transaction (its segment is the transaction's resource, detached
     // at abort); the segment is sized for an Exchange, zeroed, and written before any worker
@@ -142,7 +196,21 @@ pub fn create_autonomously(kind: Kind, name: &RelationName, layout: &Layout) {
         bgw.bgw_main_arg = Datum::from(pg_sys::dsm_segment_handle(seg));
         bgw.bgw_notify_pid = pg_sys::MyProcPid;
         let mut handle: *mut pg_sys::BackgroundWorkerHandle = std::ptr::null_mut();
-        if !pg_sys::RegisterDynamicBackgroundWorker(&mut bgw, &mut handle) {
+        // No free slot: wait for one, in steps of 10 ms that a cancel or statement_timeout
+        // ends (the segment is then detached by the abort).
+        let mut waited_ms = 0;
+        let registered = loop {
+            if pg_sys::RegisterDynamicBackgroundWorker(&mut bgw, &mut handle) {
+                break true;
+            }
+            if waited_ms >= WORKER_SLOT_WAIT_MS {
+                break false;
+            }
+            pg_sys::pg_usleep(10_000);
+            pgrx::check_for_interrupts!();
+            waited_ms += 10;
+        };
+        if !registered {
             pg_sys::dsm_detach(seg);
             error(
                 Code::ERRCODE_INSUFFICIENT_RESOURCES,
@@ -152,7 +220,11 @@ pub fn create_autonomously(kind: Kind, name: &RelationName, layout: &Layout) {
                     crate::core::dbtext::DbText(name.as_bytes())
                 ),
             )
-            .detail("New sequences are made by a background worker, in a transaction of their own.")
+            .detail(format!(
+                "New sequences are made by a background worker, in a transaction of their own; \
+                 no slot of max_worker_processes became free for {} s.",
+                WORKER_SLOT_WAIT_MS / 1000
+            ))
             .hint("Raise max_worker_processes, or retry when fewer background workers run.")
             .raise();
         }
@@ -162,6 +234,10 @@ pub fn create_autonomously(kind: Kind, name: &RelationName, layout: &Layout) {
         pg_sys::dsm_detach(seg);
         match outcome {
             1 => {}
+            // Another transaction made the same relation (one that does not take the lock of
+            // `make_once`: CREATE SEQUENCE by hand, the update from 0.3.0) between the worker's
+            // IF NOT EXISTS and its insert; it exists now, and the caller looks it up again.
+            2 if sqlstate == Code::ERRCODE_UNIQUE_VIOLATION as i32 => {}
             2 => {
                 let mut e = error(
                     Code::from(sqlstate as isize),

@@ -16,7 +16,7 @@ use pgrx::pg_sys::{self, Datum, Oid};
 use crate::core::gdid::value::{Gdid, SIZE};
 use crate::core::lease::Lease;
 use crate::core::snowflake::layout::Layout;
-use crate::sequences::depend;
+use crate::sequences::{catalog, depend};
 use crate::{core::probe, pg::pgcompat};
 
 /// What the keys of a column are.
@@ -86,6 +86,35 @@ fn columns(seq: Oid) -> Vec<(Oid, i16)> {
     found
 }
 
+/// Whether `rel` is a temporary table of another session, which the fallback skips, as
+/// VACUUM and ANALYZE skip them: its pages live in that session's own buffers, so reading it
+/// fails ("cannot access temporary tables of other sessions") and would stop every first use
+/// while the table exists. Checked before locking it, so that a lock its session holds (a
+/// TRUNCATE in a long transaction) does not hold up a first use either.
+///
+/// Safe enough: no other session can see those keys, and they go when their session ends.
+/// They meet the sequence's new values only if their session copies them into a table, where
+/// the key column's unique index refuses a repeat (23505) and a later fallback reads them;
+/// until then they are keys kept elsewhere, like those of a column without a btree index,
+/// which the fallback does not protect either (docs/how-it-works.md, "The fallback", says
+/// both). The calling session's own temporary tables are read as any table.
+fn another_sessions_temporary(rel: Oid) -> bool {
+    // SAFETY: a syscache lookup, the tuple released before returning; isOtherTempNamespace
+    // only compares with this backend's temporary namespaces and reads pg_namespace's cache.
+    unsafe {
+        let tuple =
+            pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::RELOID as _, Datum::from(rel));
+        if tuple.is_null() {
+            // Gone: try_relation_open finds nothing either.
+            return false;
+        }
+        let form = catalog::getstruct::<pg_sys::FormData_pg_class>(tuple);
+        let (persistence, namespace) = ((*form).relpersistence as u8, (*form).relnamespace);
+        pg_sys::ReleaseSysCache(tuple);
+        persistence == pg_sys::RELPERSISTENCE_TEMP && pg_sys::isOtherTempNamespace(namespace)
+    }
+}
+
 /// A btree index whose first column is the column, open for descents.
 struct IndexProbe {
     heap: pg_sys::Relation,
@@ -98,6 +127,9 @@ struct IndexProbe {
 impl IndexProbe {
     /// The first usable index of column `attnum` of relation `rel`, if it has one.
     fn open(rel: Oid, attnum: i16, keys: Keys) -> Option<IndexProbe> {
+        if another_sessions_temporary(rel) {
+            return None;
+        }
         // SAFETY: the relation is opened (and locked as any reader locks it) if it still
         // exists; each candidate index is opened, checked and closed again unless chosen;
         // every field read is of an open relation.

@@ -17,7 +17,13 @@
 # 5. another session's temporary table with the DEFAULT is not read (it cannot be), and does
 #    not stop a first use;
 # 6. 16 sessions meeting a name never used before at the same moment (its sequences made by
-#    the first use): none fails, none repeats a value.
+#    the first use): none fails, none repeats a value; then 16 sessions each meeting names of
+#    its own at once (32 new sequences, more than max_worker_processes = 8 workers at once):
+#    none fails;
+# 7. a session waiting for another's making of a new name (whose worker waits here for a
+#    sequence of that name made by hand and not yet committed): lock_timeout,
+#    statement_timeout and pg_cancel_backend end the wait, the sessions go on, the server does
+#    not restart; committed, the hand-made sequence counts as made (its worker's 23505).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap cleanup_with_jobs EXIT
@@ -221,5 +227,56 @@ for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
 [ "$failed" = 0 ] || { grep -h ERROR "$CLUSTER_ROOT"/met_*.log | sort | uniq -c || true; fail "$failed of 16 sessions failed to meet a new name at once"; }
 expect "$db" "SELECT count(DISTINCT id) || ' ' || count(DISTINCT g) FROM met" "16 16"
 echo "ok: 16 sessions met a new name at once"
+send gate "SELECT pg_advisory_lock(44);"
+wait_until 10 "the gate" sql_is "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 44 AND granted" 1
+pids=()
+for s in $(seq 1 16); do
+    session "$db" -c "SELECT pg_advisory_lock_shared(44)" \
+        -c "INSERT INTO met SELECT snowflake_next('own_$s'), gdid_next('fallback', 'own_$s')" \
+        >"$CLUSTER_ROOT/own_$s.log" 2>&1 &
+    pids+=($!)
+done
+wait_until 30 "16 sessions at the gate" sql_is "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 44 AND NOT granted" 16
+send gate "SELECT pg_advisory_unlock(44);"
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
+[ "$failed" = 0 ] || { grep -h ERROR "$CLUSTER_ROOT"/own_*.log | sort | uniq -c || true; fail "$failed of 16 sessions failed to meet new names of their own at once"; }
+expect "$db" "SELECT count(*) FROM pg_class WHERE relname ~ '^(fallback/)?own_[0-9]+$' AND relkind = 'S'" 32
+echo "ok: 16 sessions met 32 new names at once"
 close_session gate
+
+# 7. Waiting for another session's making of a name.
+open_session maker "$db"
+send maker "BEGIN; CREATE SEQUENCE snowflake.by_hand AS bigint INCREMENT 10 MINVALUE 1735689600000
+    MAXVALUE 3934712855552 START 1735689600000; SELECT 'made';"
+wait_until 10 "the sequence made by hand" grep -q '^made$' "$CLUSTER_ROOT/maker.out"
+open_session new_use "$db"
+send new_use "SELECT 'first ' || snowflake_next('by_hand');"
+wait_until 10 "the first use's worker to wait for the sequence made by hand" \
+    sql_is "$db" "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'snowflake_id sequence creator' AND wait_event_type = 'Lock'" 1
+for how in "lock_timeout" "statement_timeout"; do
+    out=$(session "$db" -At -v ON_ERROR_STOP=0 -c "SET $how = '300ms'" -c "SELECT snowflake_next('by_hand')" \
+        -c "SELECT 'usable after the $how'" 2>&1 || true)
+    grep -q "ERROR:  canceling statement due to ${how/_timeout/ timeout}" <<<"$out" || fail "$how did not end the wait for the making: $out"
+    grep -q "^usable after the $how$" <<<"$out" || fail "the session did not go on after $how: $out"
+done
+open_session waiter "$db"
+waiter_pid=$(session_pid waiter)
+send waiter "SELECT 'waiter ' || snowflake_next('by_hand');"
+wait_until 10 "the waiter to wait for the name's lock" \
+    sql_is "$db" "SELECT wait_event_type || ' ' || wait_event FROM pg_stat_activity WHERE pid = $waiter_pid" "Lock advisory"
+expect "$db" "SELECT pg_cancel_backend($waiter_pid)" t
+wait_until 10 "the cancel" grep -q 'ERROR:  canceling statement due to user request' "$CLUSTER_ROOT/waiter.out"
+echo "ok: lock_timeout, statement_timeout and pg_cancel_backend ended waits for another session's making of a name"
+send maker "COMMIT;"
+wait_until 15 "the first use after the commit" grep -q '^first ' "$CLUSTER_ROOT/new_use.out"
+send waiter "SELECT 'waiter ' || snowflake_next('by_hand');"
+wait_until 10 "the cancelled session to go on" grep -q '^waiter ' "$CLUSTER_ROOT/waiter.out"
+grep -q 'ERROR' "$CLUSTER_ROOT/new_use.out" && fail "the first use failed: $(cat "$CLUSTER_ROOT/new_use.out")"
+expect "$db" "SELECT count(*) FROM pg_class WHERE relname = 'by_hand'" 1
+! grep -q 'terminated by signal' "$db/server.log" || fail "the server restarted: $(grep 'terminated by signal' "$db/server.log")"
+close_session new_use
+close_session waiter
+close_session maker
+echo "ok: the sequence made by hand meanwhile counted as made"
 echo "fallback: ok"
