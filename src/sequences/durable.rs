@@ -76,19 +76,119 @@ pub fn read(relid: Oid) -> Option<i64> {
     })
 }
 
-/// The value of sequence `relid` if it can be read without waiting for a lock (the
-/// monitoring views must not hang behind a transaction that dropped or altered it): `None`
-/// for a fresh sequence, `Err` for one locked away.
-pub fn read_without_waiting(relid: Oid) -> Result<Option<i64>, ()> {
-    // SAFETY: a conditional lock request never waits; a lock taken is held to the end of the
-    // transaction, as the read below would take it.
-    let locked = unsafe {
-        pg_sys::ConditionalLockRelationOid(relid, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE)
-    };
-    if locked {
-        Ok(read(relid))
-    } else {
-        Err(())
+/// AccessShareLock on a sequence for the time one row of a monitoring view takes, released
+/// after it, never kept to the end of the transaction: the views list every sequence of the
+/// database, and 100,000 locks held at once exhaust the shared lock table
+/// (`max_locks_per_transaction` x `max_connections`), "out of shared memory". While it is held
+/// the sequence cannot be dropped or renamed (AccessExclusiveLock); the generators
+/// (RowExclusiveLock) and `ALTER SEQUENCE` (ShareRowExclusiveLock) go on.
+///
+/// The value is read from the sequence's page here rather than by `pg_sequence_last_value`,
+/// which (PostgreSQL 15 to 18, sequence.c: `init_sequence`, `lock_and_open_sequence`) takes
+/// RowExclusiveLock under the top transaction's resource owner and records in the backend's
+/// table of sequences that this transaction holds it: releasing that lock afterwards would
+/// leave a record that lets a later `setval` in the transaction run without a lock. (18's
+/// `pg_get_sequence_data` reads as this does, AccessShareLock released at close; 15 and 17
+/// have nothing of the kind.)
+#[must_use = "release() it once the row is read"]
+pub struct ShareLocked {
+    relid: Oid,
+}
+
+/// `SEQ_MAGIC` of sequence.c: the special space of a sequence's page.
+const SEQ_MAGIC: u32 = 0x1717;
+
+impl ShareLocked {
+    /// The lock on sequence `relid` if it can be had without waiting (a view must not hang
+    /// behind a transaction that drops or renames the sequence), else `None`. Taking it reads
+    /// the invalidation messages: a sequence whose drop committed meanwhile is gone from the
+    /// caches once this returns.
+    pub fn try_lock(relid: Oid) -> Option<Self> {
+        // SAFETY: a conditional lock request never waits; release() gives it back.
+        let locked = unsafe {
+            pg_sys::ConditionalLockRelationOid(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE)
+        };
+        locked.then_some(Self { relid })
+    }
+
+    /// The value of the sequence, `None` if it is fresh (`is_called` false); `Err` if it is
+    /// gone (dropped before the lock was taken) or its page is not a sequence's.
+    pub fn read(&self) -> Result<Option<i64>, ()> {
+        // SAFETY: try_relation_open with NoLock (the lock is held) returns NULL for a relation
+        // that no longer exists, else an open relation, closed below; a sequence's block 0
+        // always exists, and is read pinned and share-locked (nextval and setval change it in
+        // place under an exclusive lock), then released.
+        unsafe {
+            let rel = pg_sys::try_relation_open(self.relid, pg_sys::NoLock as pg_sys::LOCKMODE);
+            if rel.is_null() {
+                return Err(());
+            }
+            let r = if (*(*rel).rd_rel).relkind as u8 == pg_sys::RELKIND_SEQUENCE {
+                let buf = pg_sys::ReadBuffer(rel, 0);
+                pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_SHARE as i32);
+                let r = sequence_value(pg_sys::BufferGetPage(buf).cast::<u8>());
+                pg_sys::UnlockReleaseBuffer(buf);
+                r
+            } else {
+                Err(())
+            };
+            pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+            r
+        }
+    }
+
+    /// Gives the lock back. (An ERROR before this gives it back with the transaction.)
+    pub fn release(self) {
+        // SAFETY: releases the one AccessShareLock try_lock took; a lock of the same mode the
+        // transaction took otherwise is counted apart and stays.
+        unsafe {
+            pg_sys::UnlockRelationOid(self.relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE)
+        };
+    }
+}
+
+/// `last_value` of the sequence tuple on `page` (sequence.c's `read_seq_tuple`: the magic in
+/// the special space, one tuple at offset 1 holding `FormData_pg_sequence_data`), `None` if
+/// `is_called` is false; `Err` for a page not laid out so.
+///
+/// # Safety
+/// `page` is a pinned and locked page of `BLCKSZ` bytes.
+unsafe fn sequence_value(page: *const u8) -> Result<Option<i64>, ()> {
+    use std::mem::{offset_of, size_of};
+    // FormData_pg_sequence_data (commands/sequence.h): last_value, log_cnt, is_called.
+    const LAST_VALUE: usize = 0;
+    const IS_CALLED: usize = 16;
+    let block = pg_sys::BLCKSZ as usize;
+    let linp = offset_of!(pg_sys::PageHeaderData, pd_linp);
+    // SAFETY: every read below is within the page: offsets are checked against BLCKSZ, the
+    // special space and the item's length first, and read unaligned.
+    unsafe {
+        let header = page.cast::<pg_sys::PageHeaderData>().read_unaligned();
+        let special = usize::from(header.pd_special);
+        if special + size_of::<u32>() > block
+            || usize::from(header.pd_lower) < linp + size_of::<pg_sys::ItemIdData>()
+            || page.add(special).cast::<u32>().read_unaligned() != SEQ_MAGIC
+        {
+            return Err(());
+        }
+        let item = page.add(linp).cast::<pg_sys::ItemIdData>().read_unaligned();
+        let (off, len) = (item.lp_off() as usize, item.lp_len() as usize);
+        if item.lp_flags() != pg_sys::LP_NORMAL || off + len > special {
+            return Err(());
+        }
+        let tuple = page.add(off);
+        let hoff = usize::from(
+            tuple
+                .cast::<pg_sys::HeapTupleHeaderData>()
+                .read_unaligned()
+                .t_hoff,
+        );
+        if hoff + IS_CALLED + 1 > len {
+            return Err(());
+        }
+        let data = tuple.add(hoff);
+        let is_called = data.add(IS_CALLED).read() != 0;
+        Ok(is_called.then(|| data.add(LAST_VALUE).cast::<i64>().read_unaligned()))
     }
 }
 

@@ -55,7 +55,19 @@ pub fn may_advance(relid: Oid, user: Oid) -> bool {
 }
 
 /// Whether `user` may see a sequence's state (the monitoring views), as `pg_sequences`
-/// shows `last_value`.
+/// shows `last_value`. A sequence dropped meanwhile reads as no privilege, never an ERROR: the
+/// views read each sequence without waiting for its lock, and may miss a concurrent drop.
 pub fn may_read(relid: Oid, user: Oid) -> bool {
-    class_aclcheck(relid, user, pg_sys::ACL_SELECT | pg_sys::ACL_USAGE)
+    let mut missing = false;
+    // SAFETY: a catalog lookup that reports a missing relation through `missing` instead of
+    // raising.
+    let result = unsafe {
+        pg_sys::pg_class_aclcheck_ext(
+            relid,
+            user,
+            (pg_sys::ACL_SELECT | pg_sys::ACL_USAGE) as pg_sys::AclMode,
+            &mut missing,
+        )
+    };
+    !missing && result == pg_sys::AclResult::ACLCHECK_OK
 }

@@ -436,6 +436,20 @@ fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
 // Monitoring
 
 fn sequence_state(seq: pg_sys::Oid, emit: &mut dyn FnMut(gdid_sequence_state::Row)) {
+    // Locked for this row only, as the snowflake view's (see ShareLocked).
+    let locked = durable::ShareLocked::try_lock(seq);
+    state_row(seq, locked.as_ref(), emit);
+    if let Some(l) = locked {
+        l.release();
+    }
+}
+
+/// The row of sequence `seq`, its stored lease read if `locked`.
+fn state_row(
+    seq: pg_sys::Oid,
+    locked: Option<&durable::ShareLocked>,
+    emit: &mut dyn FnMut(gdid_sequence_state::Row),
+) {
     let Some(Ok(opened)) = catalog::open(Kind::Gdid, seq) else {
         return;
     };
@@ -447,8 +461,8 @@ fn sequence_state(seq: pg_sys::Oid, emit: &mut dyn FnMut(gdid_sequence_state::Ro
         emit((Some(scope), Some(sequence), None, None, None, None, None));
         return;
     }
-    let stored = durable::read_without_waiting(seq)
-        .ok()
+    let stored = locked
+        .and_then(|l| l.read().ok())
         .flatten()
         .and_then(lease::gdid_from_value);
     let key = crate::core::registry::Key {

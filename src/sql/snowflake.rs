@@ -454,6 +454,22 @@ fn conflict_rows(emit: &mut dyn FnMut(snowflake_node_conflicts_rows::Row)) {
 }
 
 fn sequence_state(seq: pg_sys::Oid, emit: &mut dyn FnMut(snowflake_sequence_state::Row)) {
+    // Locked for this row only (see ShareLocked): the view reads every sequence. First, so
+    // that a sequence dropped before is seen gone and one not locked away cannot go meanwhile.
+    let locked = durable::ShareLocked::try_lock(seq);
+    state_row(seq, locked.as_ref(), emit);
+    if let Some(l) = locked {
+        l.release();
+    }
+}
+
+/// The row of sequence `seq`, its lease read if `locked` (else NULL: a transaction that drops
+/// or renames it holds it).
+fn state_row(
+    seq: pg_sys::Oid,
+    locked: Option<&durable::ShareLocked>,
+    emit: &mut dyn FnMut(snowflake_sequence_state::Row),
+) {
     let Some(Ok(opened)) = catalog::open(Kind::Snowflake, seq) else {
         return;
     };
@@ -482,8 +498,8 @@ fn sequence_state(seq: pg_sys::Oid, emit: &mut dyn FnMut(snowflake_sequence_stat
         ));
         return;
     }
-    let lease_until = durable::read_without_waiting(seq)
-        .ok()
+    let lease_until = locked
+        .and_then(|l| l.read().ok())
         .flatten()
         .map(timestamptz);
     // Without the library preloaded there is no cache: the catalog's part only.

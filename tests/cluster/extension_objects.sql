@@ -18,7 +18,17 @@ SELECT line FROM (
                 WHEN p.prokind = 'a' THEN 'aggregate'
                 ELSE 'body=' || md5(pg_get_functiondef(p.oid)) END,
            'config=' || coalesce(array_to_string(p.proconfig, ','), ''),
-           'acl=' || coalesce(p.proacl::text, 'default'),
+           -- Who may run it, not how the ACL is stored: an update that GRANTs back to PUBLIC
+           -- what an earlier release REVOKEd leaves the explicit {owner=X,=X} where a fresh
+           -- install has NULL (no statement sets an ACL back to NULL). Both grant the same, and
+           -- pg_dump writes neither (pg_init_privs records the script's ACL as the initial
+           -- one); upgrade.sh compares what pg_dump writes.
+           'acl=' || (SELECT string_agg(g, ', ' ORDER BY g COLLATE "C")
+                        FROM (SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END
+                                     || ' ' || a.privilege_type || ' by ' || a.grantor::regrole
+                                     || CASE WHEN a.is_grantable THEN ' grantable' ELSE '' END AS g
+                                FROM aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a) grants)
+                    || CASE WHEN p.proacl = '{}' THEN 'none' ELSE '' END,
            'comment=' || coalesce(obj_description(p.oid, 'pg_proc'), '')) AS line
       FROM member m JOIN pg_proc p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid
       JOIN pg_language l ON l.oid = p.prolang

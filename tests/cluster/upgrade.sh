@@ -9,7 +9,10 @@
 # - ALTER EXTENSION snowflake_id UPDATE makes its extension objects (every function with its
 #   markings, C symbol and privileges, operators, classes, casts, types, views, comments)
 #   exactly those of a fresh install of the current version, gives each DEFAULT its sequence
-#   and the dependency on it, and the detection trigger to each generating table;
+#   and the dependency on it, and the detection trigger to each generating table. A function's
+#   privileges are compared as who may run it: where an earlier release REVOKEd EXECUTE and
+#   the update GRANTs it back, the ACL stays explicit, equal to the default a fresh install
+#   leaves NULL; pg_dump writes the same privileges for the extension's objects of both;
 # - generation then continues above the stored keys: without a lease file (these databases
 #   never generated through a library of their version), each sequence is fresh and starts
 #   above the keys in its column's index, a snowflake key 60 s ahead of the clock included.
@@ -70,6 +73,14 @@ pg_start "$db"
 pg_psql "$db" -d postgres -qc "CREATE DATABASE fresh" -c "ALTER DATABASE fresh SET timezone = 'UTC'"
 pg_psql "$db" -d fresh -qc "CREATE EXTENSION snowflake_id"
 objects fresh >"$CLUSTER_ROOT/fresh.txt"
+# The privilege statements pg_dump writes for database $1, but for its sequences (not objects
+# of the extension: the update grants USAGE on those it adopts to PUBLIC, as 0.3.0 let every
+# role use every name).
+dumped_grants() {
+    as_postgres "$PG_BINDIR/pg_dump" -h "$db" -p "$(pg_port_of "$db")" -U postgres --schema-only "$1" |
+        grep -E '^(GRANT|REVOKE) ' | grep -vE ' ON SEQUENCE (snowflake|gdid)\.' || true
+}
+dumped_grants fresh >"$CLUSTER_ROOT/fresh.grants.txt"
 [ "$(wc -l <"$CLUSTER_ROOT/fresh.txt")" -gt 60 ] || fail "the object listing is too short"
 echo "a fresh $current install has $(wc -l <"$CLUSTER_ROOT/fresh.txt") object properties"
 
@@ -92,6 +103,10 @@ for v in $versions; do
         fail "after the update from $v the extension differs from a fresh $current install"
     fi
     echo "ok: after the update from $v the objects are exactly those of a fresh install"
+    dumped_grants "$name" >"$CLUSTER_ROOT/$name.grants.txt"
+    diff -u "$CLUSTER_ROOT/fresh.grants.txt" "$CLUSTER_ROOT/$name.grants.txt" ||
+        fail "after the update from $v pg_dump writes other privileges than for a fresh install"
+    echo "ok: pg_dump writes the same $(wc -l <"$CLUSTER_ROOT/$name.grants.txt") GRANT/REVOKE statements as for a fresh install"
     changed=$(diff "$CLUSTER_ROOT/$name.before.txt" "$CLUSTER_ROOT/$name.txt" | grep -c '^[<>]' || true)
     echo "($changed object properties changed by the update)"
     # Tables with a generating column that existed before the update get the trigger that
