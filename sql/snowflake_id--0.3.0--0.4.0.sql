@@ -160,6 +160,9 @@ CREATE FUNCTION snowflake_registry_claim(
         OUT registry text)
     VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
+    -- A session holding the table (a grantee's open transaction, a VACUUM FULL) must not
+    -- pile up every server's claims and renewals behind it: they fail and are retried.
+    SET lock_timeout = '2s'
     LANGUAGE plpgsql AS $claim$
 DECLARE
     mine record;
@@ -174,8 +177,13 @@ BEGIN
     -- One claim at a time, whatever the kind and group: a claim reads every number of its
     -- group before it takes one. (Renewals wait for it too: a few milliseconds.)
     LOCK TABLE @extschema@.snowflake_registry IN SHARE ROW EXCLUSIVE MODE;
+    -- The database's OID too: a database dropped and made again under the same name is
+    -- another registry (its claims are gone).
     registry := (SELECT s.system_identifier::text FROM pg_catalog.pg_control_system() s)
-                OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) current_database();
+                OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||)
+                (SELECT d.oid::text FROM pg_catalog.pg_database d
+                  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) pg_catalog.current_database();
 
     SELECT r.number, r.era_floor INTO mine
       FROM @extschema@.snowflake_registry r
@@ -199,7 +207,8 @@ BEGIN
                       AND r.reusable_after OPERATOR(pg_catalog.>=) pg_catalog.now())
          ORDER BY n LIMIT 1;
         IF number IS NULL THEN
-            SELECT pg_catalog.string_agg(pg_catalog.format('%s (%s)', r.number, r.holder),
+            SELECT pg_catalog.string_agg(pg_catalog.format('%s (%s)', r.number,
+                                             pg_catalog.split_part(r.holder, ' #', 1)),
                                          ', ' ORDER BY r.number)
               INTO held
               FROM (SELECT * FROM @extschema@.snowflake_registry r
@@ -241,7 +250,10 @@ BEGIN
            claimed_at = CASE WHEN r.holder OPERATOR(pg_catalog.=) excluded.holder
                               AND NOT r.released THEN r.claimed_at ELSE excluded.claimed_at END,
            renewed_at = excluded.renewed_at, lease_until = excluded.lease_until,
-           reusable_after = excluded.reusable_after, era_floor = excluded.era_floor,
+           -- Never earlier than before: values the holder made under the longer hold of an
+           -- earlier claim or renewal may still be ahead of its clock.
+           reusable_after = GREATEST(r.reusable_after, excluded.reusable_after),
+           era_floor = excluded.era_floor,
            released = false;
 END
 $claim$;
@@ -256,10 +268,18 @@ CREATE FUNCTION snowflake_registry_renew(
         OUT lease_until timestamptz, OUT registry text)
     VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
+    -- A session holding the table (a grantee's open transaction, a VACUUM FULL) must not
+    -- pile up every server's claims and renewals behind it: they fail and are retried.
+    SET lock_timeout = '2s'
     LANGUAGE plpgsql AS $renew$
 BEGIN
+    -- The database's OID too: a database dropped and made again under the same name is
+    -- another registry (its claims are gone).
     registry := (SELECT s.system_identifier::text FROM pg_catalog.pg_control_system() s)
-                OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) current_database();
+                OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||)
+                (SELECT d.oid::text FROM pg_catalog.pg_database d
+                  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) pg_catalog.current_database();
     UPDATE @extschema@.snowflake_registry r
        SET renewed_at = pg_catalog.now(),
            lease_until = pg_catalog.now() OPERATOR(pg_catalog.+) snowflake_registry_renew.lease,
@@ -283,6 +303,9 @@ CREATE FUNCTION snowflake_registry_release(
     RETURNS boolean
     VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
+    -- A session holding the table (a grantee's open transaction, a VACUUM FULL) must not
+    -- pile up every server's claims and renewals behind it: they fail and are retried.
+    SET lock_timeout = '2s'
     LANGUAGE plpgsql AS $release$
 BEGIN
     UPDATE @extschema@.snowflake_registry r
@@ -327,8 +350,13 @@ CREATE FUNCTION snowflake_node_claims_rows(
     RETURNS SETOF record
     VOLATILE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_node_claims_rows';
+-- The holder (a data directory) and the registry (a host, a user) only for those who may read
+-- the server's settings, as pg_settings shows data_directory.
 CREATE VIEW snowflake_node_claims AS
-    SELECT kind, number, state, holder, registry, since, lease_end, last_renewal, message
+    SELECT kind, number, state,
+           CASE WHEN pg_catalog.pg_has_role('pg_read_all_settings', 'USAGE') THEN holder END AS holder,
+           CASE WHEN pg_catalog.pg_has_role('pg_read_all_settings', 'USAGE') THEN registry END AS registry,
+           since, lease_end, last_renewal, message
       FROM @extschema@.snowflake_node_claims_rows();
 GRANT SELECT ON snowflake_node_claims TO PUBLIC;
 COMMENT ON VIEW snowflake_node_claims IS

@@ -585,7 +585,23 @@ unsafe extern "C-unwind" fn check_authority(
     source: pg_sys::GucSource::Type,
 ) -> bool {
     // SAFETY: called by PostgreSQL as a string check hook.
-    unsafe { check_decimal(newval, source, MAX_AUTHORITY) }
+    if !unsafe { check_decimal(newval, source, MAX_AUTHORITY) } {
+        return false;
+    }
+    // A session's number on a server that claims its authority would bypass the registry:
+    // refused (generators ignore it anyway, see `node::authority_now`). The configuration
+    // files may name one, for the next start.
+    let claims = server().is_some_and(|s| s.claims.as_ref().is_some_and(|c| c.authority));
+    // SAFETY: check_decimal accepted it: a valid NUL-terminated string.
+    let auto = unsafe { CStr::from_ptr(*newval) }.to_bytes() == b"auto";
+    if claims && !auto && source > pg_sys::GucSource::PGC_S_FILE {
+        set_check_detail(
+            "This server claims its gdid authority from snowflake.registry (gdid.authority was \
+             auto at start): a number set here would bypass the registry.",
+        );
+        return false;
+    }
+    true
 }
 
 #[pg_guard]

@@ -190,6 +190,14 @@ impl SharedText {
 #[repr(C)]
 pub struct ClaimSlot {
     word: AtomicU64,
+    /// Bumped before the word changes to another claim (ended, or held anew): a generator
+    /// that read the number before reserving its value checks after it that the claim is still
+    /// the same one ([`ClaimSlot::still_held`]). A claim lost and the same number claimed
+    /// again is another claim: between the two, another server may have held it.
+    claims_made: AtomicU64,
+    /// For a node number, the `snowflake.max_clock_ahead` (ms) the registry's hold after the
+    /// lease allows for, as last confirmed: generators run ahead of the clock by no more.
+    ahead_ms: AtomicI64,
     /// gdid authorities: the era every gdid sequence generates in under this claim (a number
     /// given to another holder continues above every era the previous ones used).
     era_floor: AtomicU64,
@@ -225,6 +233,34 @@ impl ClaimSlot {
         self.era_floor.load(Ordering::Acquire) as u32
     }
 
+    /// The number held at monotonic time `now_ms` and the claim it is held by, if any.
+    #[inline(always)]
+    pub fn held_at(&self, now_ms: i64) -> Option<(u16, u64)> {
+        let made = self.claims_made.load(Ordering::Acquire);
+        self.word().valid_at(now_ms).map(|n| (n, made))
+    }
+
+    /// Whether `number` is still held at monotonic time `now_ms` by claim `made` (as
+    /// [`ClaimSlot::held_at`] gave it): a value reserved between the two was reserved under a
+    /// valid claim. The word before the counter: a word of another claim was stored after its
+    /// counter was bumped, so reading it makes the bump visible.
+    #[inline(always)]
+    pub fn still_held(&self, number: u16, made: u64, now_ms: i64) -> bool {
+        let w = self.word();
+        self.claims_made.load(Ordering::Acquire) == made && w.valid_at(now_ms) == Some(number)
+    }
+
+    /// The run-ahead bound the registry's hold allows for (0: none confirmed yet).
+    #[inline(always)]
+    pub fn ahead_ms(&self) -> i64 {
+        self.ahead_ms.load(Ordering::Acquire)
+    }
+
+    /// Records the run-ahead bound a confirmed claim or renewal allowed for.
+    pub fn set_ahead_ms(&self, ms: i64) {
+        self.ahead_ms.store(ms, Ordering::Release);
+    }
+
     /// A new claim of `number`, valid until `deadline_ms`: the floor before the word, so that
     /// a reader of the new word reads the new floor.
     pub fn hold(
@@ -237,6 +273,7 @@ impl ClaimSlot {
     ) {
         let old = self.word();
         if old.state != State::Held || old.number != number {
+            self.claims_made.fetch_add(1, Ordering::AcqRel);
             self.since_ms.store(now_unix_ms, Ordering::Relaxed);
         }
         self.era_floor
@@ -288,6 +325,7 @@ impl ClaimSlot {
     /// once. The number is kept for the view.
     pub fn end(&self, state: State) {
         debug_assert!(state != State::Held);
+        self.claims_made.fetch_add(1, Ordering::AcqRel);
         let mut current = self.word.load(Ordering::Acquire);
         loop {
             let w = Word::unpack(current);
@@ -340,6 +378,15 @@ pub struct Claims {
     /// without a password, and its identity once it answered).
     pub holder: SharedText,
     pub registry: SharedText,
+    /// The registry the claims were made with (system, database OID and name), once it
+    /// answered: kept here, so that a worker started again after a crash refuses another one
+    /// too.
+    pub registry_id: SharedText,
+    /// This postmaster's secret part of the holder name, made by the first worker (0: not
+    /// yet): the registry's claim, renewal and release take the holder name as proof, and
+    /// the public part is shown to anyone with EXECUTE (in a refusal that lists holders) and
+    /// in the view.
+    pub token: AtomicU64,
     /// The worker's latch, which the SQL functions set to wake it (null: no worker).
     pub worker_latch: AtomicPtr<std::ffi::c_void>,
     action: AtomicU32,
@@ -524,6 +571,33 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A value reserved between `held_at` and `still_held` was reserved under a valid claim:
+    /// not after the deadline, not after the claim ended, and not across a claim lost and the
+    /// same number claimed again (another server may have held it in between).
+    #[test]
+    fn a_claim_is_confirmed_only_if_it_is_the_same_one() {
+        let slot: ClaimSlot = zeroed();
+        slot.hold(4, 10_000, 0, 1, 2);
+        let (n, made) = slot.held_at(100).unwrap();
+        assert_eq!(n, 4);
+        assert!(slot.still_held(4, made, 200));
+        // A renewal is the same claim.
+        assert!(slot.renew(4, 20_000, 3, 4));
+        assert!(slot.still_held(4, made, 15_000));
+        // Past the deadline: not confirmed.
+        assert!(!slot.still_held(4, made, 20_000));
+        // Lost, then the same number claimed again: another claim.
+        slot.end(State::Lost);
+        slot.hold(4, 30_000, 0, 5, 6);
+        assert!(!slot.still_held(4, made, 21_000));
+        let (_, again) = slot.held_at(21_000).unwrap();
+        assert!(slot.still_held(4, again, 21_000));
+        // The same holder's own number claimed again while held (the worker restarted) is
+        // the same claim.
+        slot.hold(4, 40_000, 0, 7, 8);
+        assert!(slot.still_held(4, again, 21_000));
     }
 
     #[test]

@@ -10,15 +10,47 @@ use crate::guc::{self, Number};
 use crate::pg::errors::{error, Code};
 use crate::pg::shmem;
 
+/// A claimed number as a generator read it before reserving a value: [`Held::still`] after
+/// the reservation confirms that the value was reserved under a valid claim. The reservation
+/// can wait (a lock, a lease extension's flush, a full cache, a process stopped), and the
+/// claim can end meanwhile and the number go to another server.
+#[derive(Debug, Clone, Copy)]
+pub struct Held {
+    kind: Kind,
+    pub number: u16,
+    made: u64,
+}
+
+impl Held {
+    /// Whether the claim read is still the one held, and valid now.
+    #[inline(always)]
+    pub fn still(self) -> bool {
+        shmem::claims().is_some_and(|c| {
+            c.slot(self.kind)
+                .still_held(self.number, self.made, wallclock::monotonic_coarse_ms())
+        })
+    }
+}
+
 /// The claimed number of `kind`, if it may be generated under now (held, and its lease not
-/// past, by the monotonic clock). One atomic load and one cheap clock read.
+/// past, by the monotonic clock). Two atomic loads and one cheap clock read.
 #[inline(always)]
-pub fn valid(kind: Kind) -> Option<u16> {
+pub fn valid(kind: Kind) -> Option<Held> {
     let claims = shmem::claims()?;
     claims
         .slot(kind)
-        .word()
-        .valid_at(wallclock::monotonic_coarse_ms())
+        .held_at(wallclock::monotonic_coarse_ms())
+        .map(|(number, made)| Held { kind, number, made })
+}
+
+/// How far ahead of the clock a snowflake sequence may run under the claimed node number:
+/// `snowflake.max_clock_ahead`, but no more than the registry's hold after the lease allows
+/// for (the worker sends a new value at its next renewal; until the registry confirmed it, a
+/// raised setting waits).
+#[inline(always)]
+pub fn max_clock_ahead_ms(setting_ms: u64) -> u64 {
+    let confirmed = shmem::claims().map_or(0, |c| c.node.ahead_ms());
+    setting_ms.min(u64::try_from(confirmed).unwrap_or(0))
 }
 
 /// The era gdid sequences generate in under the claimed authority (read after [`valid`]).

@@ -18,34 +18,83 @@ use crate::pg::errors::{error, Code};
 
 pub use pair::after_statement;
 
+/// What a generator checks again once its value is reserved: that the claimed number it read
+/// before is still held by the same claim (see [`claims::Held`]); nothing for a number written
+/// by hand.
+#[derive(Debug, Clone, Copy)]
+#[must_use]
+pub struct Check(Option<claims::Held>);
+
+impl Check {
+    /// Whether a value reserved since the number was read may carry it. No error (the fast
+    /// path).
+    #[inline(always)]
+    pub fn passes(self) -> bool {
+        self.0.is_none_or(|h| h.still())
+    }
+
+    /// The same, or the ERROR that says why not (the value reserved is dropped).
+    pub fn confirm(self) {
+        if let Some(h) = self.0 {
+            if !h.still() {
+                claims::refuse(Kind::Node);
+            }
+        }
+    }
+}
+
 /// The node number a generator stamps now, if it may generate: the one written by hand, or
 /// the claimed one while its claim is valid. No error (the fast path).
 #[inline(always)]
-pub fn node_now(server: &Server) -> Option<u32> {
+pub fn node_now(server: &Server) -> Option<(u32, Check)> {
     match server.node {
-        Number::Given(n) => Some(n),
-        Number::Auto => claims::valid(Kind::Node).map(u32::from),
+        Number::Given(n) => Some((n, Check(None))),
+        Number::Auto => claims::valid(Kind::Node).map(|h| (u32::from(h.number), Check(Some(h)))),
         Number::Unset => None,
     }
 }
 
+/// How far ahead of the wall clock snowflake sequences may run now: the setting, bounded under
+/// a claimed node number by what the registry allows for (see `claims`).
+#[inline(always)]
+pub fn max_clock_ahead_ms(server: &Server) -> u64 {
+    let setting = guc::max_clock_ahead_ms();
+    match server.node {
+        Number::Auto => claims::max_clock_ahead_ms(setting),
+        _ => setting,
+    }
+}
+
 /// The gdid authority a generator stamps now, and for a claimed one the era it generates in,
-/// if it may generate. No error (the fast path).
+/// if it may generate. No error (the fast path). Not checked again after the reservation: a
+/// value of an era this server's claim had is never another holder's (the registry gives each
+/// new holder a later era).
 #[inline(always)]
 pub fn authority_now() -> Option<(u8, Option<u32>)> {
+    // A server that claims its authority uses the claim only, whatever a session or a reload
+    // made of the setting since (a number there would bypass the registry).
+    if claims_authority() {
+        return claims::valid(Kind::Authority).map(|h| (h.number as u8, Some(claims::era_floor())));
+    }
     match guc::gdid_authority() {
         Number::Given(n) => Some((n as u8, None)),
         Number::Auto => {
-            claims::valid(Kind::Authority).map(|n| (n as u8, Some(claims::era_floor())))
+            claims::valid(Kind::Authority).map(|h| (h.number as u8, Some(claims::era_floor())))
         }
         Number::Unset => None,
     }
 }
 
+/// Whether this server claims its gdid authority from a registry (`auto` at start).
+#[inline(always)]
+fn claims_authority() -> bool {
+    guc::server().is_some_and(|s| s.claims.as_ref().is_some_and(|c| c.authority))
+}
+
 /// This server's numbers, as the values it generates carry them (for detection): `None` for
 /// one not set or not held.
 pub fn own() -> (Option<u16>, Option<u16>) {
-    let node = guc::server().and_then(node_now).map(|n| n as u16);
+    let node = guc::server().and_then(node_now).map(|(n, _)| n as u16);
     let authority = authority_now().map(|(a, _)| u16::from(a));
     (node, authority)
 }
@@ -64,13 +113,13 @@ fn setting_missing(setting: &str, range: &str, how: &str) -> ! {
     .raise()
 }
 
-/// This server's node number, or the ERROR when `snowflake.node_id` is not set or its claim
-/// is not held.
-pub fn node_id(server: &Server) -> u32 {
+/// This server's node number and what to check once a value is reserved, or the ERROR when
+/// `snowflake.node_id` is not set or its claim is not held.
+pub fn node_id(server: &Server) -> (u32, Check) {
     match server.node {
-        Number::Given(n) => n,
+        Number::Given(n) => (n, Check(None)),
         Number::Auto => claims::valid(Kind::Node)
-            .map(u32::from)
+            .map(|h| (u32::from(h.number), Check(Some(h))))
             .unwrap_or_else(|| claims::refuse(Kind::Node)),
         Number::Unset => setting_missing(
             "snowflake.node_id",
@@ -89,6 +138,7 @@ pub fn gdid_authority() -> (u8, Option<u32>) {
         crate::pg::errors::not_preloaded();
     }
     authority_now().unwrap_or_else(|| match guc::gdid_authority() {
+        _ if claims_authority() => claims::refuse(Kind::Authority),
         Number::Auto => claims::refuse(Kind::Authority),
         _ => setting_missing(
             "gdid.authority",

@@ -110,8 +110,9 @@ fn run() {
             std::sync::atomic::Ordering::Release,
         );
     }
-    let holder = holder();
-    claims.holder.set(&holder);
+    let public = holder();
+    claims.holder.set(&public);
+    let holder = format!("{public} #{:016x}", token(claims));
     claims
         .registry
         .set(&claim::redact_conninfo(&settings.registry));
@@ -135,11 +136,17 @@ fn run() {
         max_node: server.layout.max_node(),
         conn: None,
         schema: String::new(),
-        registry_id: None,
+        registry_id: Some(claims.registry_id.get()).filter(|id| !id.is_empty()),
         held,
         stop: false,
     };
     while !w.stop {
+        if BackgroundWorker::sighup_received() {
+            // snowflake.max_clock_ahead can change on a reload; the hold the registry
+            // applies after the lease must follow it (see `claims::max_clock_ahead_ms`).
+            // SAFETY: the worker's own configuration reload, between two calls.
+            unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+        }
         if let Some((action, number)) = claims.pending() {
             w.act(action);
             claims.finish(number);
@@ -158,6 +165,35 @@ fn run() {
     claims
         .worker_latch
         .store(std::ptr::null_mut(), std::sync::atomic::Ordering::Release);
+}
+
+/// This postmaster's secret part of the holder name: made once, by the first worker, kept in
+/// shared memory for the workers started after it.
+fn token(claims: &Claims) -> u64 {
+    let made = claims.token.load(std::sync::atomic::Ordering::Acquire);
+    if made != 0 {
+        return made;
+    }
+    let mut bytes = [0u8; 8];
+    // SAFETY: pg_strong_random fills the buffer it is given, of the length given.
+    let ok = unsafe { pg_sys::pg_strong_random(bytes.as_mut_ptr().cast(), bytes.len()) };
+    if !ok {
+        error(
+            Code::ERRCODE_INTERNAL_ERROR,
+            "could not make a random holder token for the registry",
+        )
+        .raise();
+    }
+    let token = u64::from_le_bytes(bytes) | 1;
+    match claims.token.compare_exchange(
+        0,
+        token,
+        std::sync::atomic::Ordering::AcqRel,
+        std::sync::atomic::Ordering::Acquire,
+    ) {
+        Ok(_) => token,
+        Err(other) => other,
+    }
 }
 
 /// This server as the registry knows it: host, port, data directory, system identifier and
@@ -258,12 +294,12 @@ impl Worker {
         result
     }
 
-    fn hold_after_ms(&self, kind: Kind) -> i64 {
-        claim::hold_after_ms(
-            kind,
-            guc::max_clock_ahead_ms() as i64,
-            self.settings.clock_error_ms,
-        )
+    /// The hold after giving a number back: for values made ahead of the clock under the
+    /// larger of the bound now and the one the registry last confirmed (generators used no
+    /// more than the smaller, but a setting lowered since may not have been sent yet).
+    fn release_hold_after_ms(&self, kind: Kind) -> i64 {
+        let ahead = (guc::max_clock_ahead_ms() as i64).max(self.claims.slot(kind).ahead_ms());
+        claim::hold_after_ms(kind, ahead, self.settings.clock_error_ms)
     }
 
     fn max_number(&self, kind: Kind) -> u32 {
@@ -278,6 +314,7 @@ impl Worker {
         match &self.registry_id {
             None => {
                 self.registry_id = Some(answered.to_owned());
+                self.claims.registry_id.set(answered);
                 self.claims.registry.set(&format!(
                     "{} (system {answered})",
                     claim::redact_conninfo(&self.settings.registry)
@@ -311,7 +348,11 @@ impl Worker {
         let slot = self.claims.slot(kind);
         let sent = wallclock::monotonic_ms();
         let lease = format!("{} milliseconds", self.settings.lease_ms);
-        let hold_after = format!("{} milliseconds", self.hold_after_ms(kind));
+        let ahead_ms = guc::max_clock_ahead_ms() as i64;
+        let hold_after = format!(
+            "{} milliseconds",
+            claim::hold_after_ms(kind, ahead_ms, self.settings.clock_error_ms)
+        );
         let outcome = match self.held[i].number {
             Some(number) => {
                 let sql = format!(
@@ -397,6 +438,7 @@ impl Worker {
                     return;
                 }
                 let number = number as u16;
+                slot.set_ahead_ms(ahead_ms);
                 slot.hold(number, deadline, era_floor, now_unix, parse_ms(lease_end));
                 slot.message.set("");
                 self.held[i].number = Some(number);
@@ -424,6 +466,9 @@ impl Worker {
                     return;
                 }
                 if slot.renew(number, deadline, now_unix, parse_ms(Some(lease_end))) {
+                    // The registry's hold now allows for this run-ahead bound (a lower one:
+                    // it keeps the longer hold of before).
+                    slot.set_ahead_ms(ahead_ms);
                     slot.message.set("");
                 }
                 self.held[i].due_ms = renew_at;
@@ -494,7 +539,7 @@ impl Worker {
         );
         let (n, hold_after) = (
             number.to_string(),
-            format!("{} milliseconds", self.hold_after_ms(kind)),
+            format!("{} milliseconds", self.release_hold_after_ms(kind)),
         );
         let (group, holder) = (self.settings.group.clone(), self.holder.clone());
         let params = [
@@ -548,6 +593,7 @@ impl Worker {
                     .any(|h| self.claims.slot(h.kind).word().state == State::Failed)
                 {
                     self.registry_id = None;
+                    self.claims.registry_id.set("");
                     self.conn = None;
                 }
                 for i in 0..self.held.len() {

@@ -245,8 +245,9 @@ fn resolved(scope: &[u8], sequence: &[u8], purpose: Purpose) -> Resolved {
 }
 
 fn next(call: Call<'_>) -> Gdid {
-    let (authority, era) = node::gdid_authority();
+    // Read-only first: a standby has no claim, and says so with 25006.
     prerequisites::require_may_generate("gdid_next()", What::Authority);
+    let (authority, era) = node::gdid_authority();
     loop {
         let r = callsite::resolved(
             call,
@@ -302,11 +303,21 @@ fn take(
                 Some(era) if t.era > era => error(
                     Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
                     format!(
-                        "{} has used up era {era}, the era of this server's claim of authority {authority}",
-                        described(r)
+                        "{} is in era {}, past era {era} of this server's claim of authority {authority}",
+                        described(r),
+                        t.era
                     ),
                 )
-                .hint("SELECT snowflake_node_detach(); SELECT snowflake_node_attach(); makes a new claim, in a later era.")
+                .detail(
+                    "Under a claimed authority every gdid is of the claim's era: a later one could meet \
+                     the gdids of a later holder of the authority. The sequence used up the claim's era, \
+                     or reached a later one before (under another claim, registry or group).",
+                )
+                .hint(format!(
+                    "Each new claim (SELECT snowflake_node_detach(); SELECT snowflake_node_attach();) \
+                     is in a later era of the group; era {} or later is needed.",
+                    t.era
+                ))
                 .raise(),
                 Some(era) => {
                     // Into the claim's era, under the lock; the counters just taken are
@@ -402,8 +413,8 @@ fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
         call,
         || {
             let n = prerequisites::count_argument(n, "block");
-            let (authority, era) = node::gdid_authority();
             prerequisites::require_may_generate("gdid_next_block()", What::Authority);
+            let (authority, era) = node::gdid_authority();
             let t = loop {
                 let r = resolved(scope, sequence, Purpose::Generate);
                 let registry = lookup::registry();

@@ -133,11 +133,14 @@ fn next_without_waiting(call: Call<'_>) -> Option<i64> {
         return None;
     }
     let (server, registry) = (guc::server()?, shmem::registry()?);
-    let node = node::node_now(server)?;
+    let (node, check) = node::node_now(server)?;
     let seq = registry.seq::<SnowflakeState>(callsite::cached_slot::<1>(call)?)?;
-    let bounds = seq.bounds(&server.layout, guc::max_clock_ahead_ms());
+    let bounds = seq.bounds(&server.layout, node::max_clock_ahead_ms(server));
     let r = seq.try_reserve(&server.layout, 1, &bounds).ok()?;
-    Some(server.layout.id_of_tick(r.first, node) as i64)
+    // A claim that ended meanwhile: the slow path says so (the tick is dropped).
+    check
+        .passes()
+        .then(|| server.layout.id_of_tick(r.first, node) as i64)
 }
 
 /// Resolves sequence `name` of the current database for generating.
@@ -147,8 +150,9 @@ fn resolved(name: &[u8], layout: &Layout) -> Resolved {
 
 fn next(call: Call<'_>) -> i64 {
     let server = lookup::server();
-    let node = node::node_id(server);
+    // Read-only first: a standby has no claim, and says so with 25006.
     prerequisites::require_may_generate("snowflake_next()", What::Node);
+    let (node, check) = node::node_id(server);
     loop {
         let r = callsite::resolved(
             call,
@@ -161,6 +165,8 @@ fn next(call: Call<'_>) -> i64 {
             .seq::<SnowflakeState>(r.at)
             .and_then(|seq| reserve(&server.layout, node, seq, &r, 1))
         {
+            // The reservation may have waited: the number must still be this server's.
+            check.confirm();
             return server.layout.id_of_tick(t.first, node) as i64;
         }
         // Evicted from the cache since the call site resolved it: resolve again.
@@ -182,8 +188,8 @@ fn next_batch(call: Call<'_>, name: &[u8], n: i32) -> Datum {
         || {
             let n = prerequisites::count_argument(n, "batch");
             let server = lookup::server();
-            let node = node::node_id(server);
             prerequisites::require_may_generate("snowflake_next_batch()", What::Node);
+            let (node, check) = node::node_id(server);
             let t = loop {
                 let r = resolved(name, &server.layout);
                 let registry = lookup::registry();
@@ -195,6 +201,7 @@ fn next_batch(call: Call<'_>, name: &[u8], n: i32) -> Datum {
                 }
                 // Evicted meanwhile: resolve again.
             };
+            check.confirm();
             Batch {
                 next: t.first,
                 last: t.last,
@@ -221,7 +228,7 @@ fn reserve(
     r: &Resolved,
     n: u64,
 ) -> Option<Reservation> {
-    let max_ahead_ms = guc::max_clock_ahead_ms();
+    let max_ahead_ms = node::max_clock_ahead_ms(lookup::server());
     let mut waited_ms = 0;
     loop {
         let bounds = seq.bounds(layout, max_ahead_ms);
@@ -503,7 +510,7 @@ fn state_row(
         .flatten()
         .map(timestamptz);
     // Without the library preloaded there is no cache: the catalog's part only.
-    let node = guc::server().and_then(node::node_now);
+    let node = guc::server().and_then(node::node_now).map(|(n, _)| n);
     let now_ms = wallclock::precise_unix_ms();
     let key = crate::core::registry::Key {
         db: lookup::current_db(),

@@ -10,13 +10,15 @@
 #  3. A server frozen (SIGSTOP of every process) past its lease, its numbers given to a new
 #     server, then woken (SIGCONT): it hands out nothing more under them, and nothing the two
 #     made repeats (the new holder's gdids are of a later era).
-#  4. snowflake_node_detach() stops generation at once and gives the numbers back;
-#     snowflake_node_attach() claims again.
+#  4. snowflake_node_detach() stops generation at once and gives the numbers back, also for a
+#     call that read its number before and waited (for a lock) across the detach;
+#     snowflake_node_attach() claims again. A session cannot set a number of its own, and the
+#     view shows the holder and the registry only to those who may read the settings.
 #  5. Every number of a group held: the next server is told so, naming the registry and the
 #     holders.
 #  6. A registry that cannot be reached, wrong credentials, a registry database without the
-#     extension, a registry that is a standby: each a clear message in the view and the log,
-#     and generators refuse.
+#     extension, a registry that is a standby, a registry database dropped and made again:
+#     each a clear message in the view and the log, and generators refuse.
 #  7. A standby promoted while its primary still runs claims numbers of its own and
 #     generates within a second; the old primary goes on under its own: nothing repeats.
 #  8. A restore (pg_dump) onto a new server with auto, and pg_upgrade of a server with auto:
@@ -175,6 +177,33 @@ echo "s2: $before detached, then attached as $(numbers "$s2")"
 msg=$(pg_psql "$s2" -d postgres -Atc "CREATE ROLE nobody LOGIN; SET ROLE nobody; SELECT snowflake_node_detach()" 2>&1) &&
     fail "a role without the privilege detached"
 echo "$msg" | grep -q "permission denied" || fail "unexpected: $msg"
+# The holder (a data directory) and the registry (a host, a user) are for those who may read
+# the server's settings.
+sql "$s2" "CREATE ROLE plain LOGIN" >/dev/null
+hidden=$(pg_psql "$s2" -d postgres -Atq -c "SET ROLE plain" \
+    -c "SELECT count(*) FROM snowflake_node_claims WHERE holder IS NULL AND registry IS NULL")
+[ "$hidden" = 2 ] || fail "a plain role saw the holder or the registry ($hidden rows hidden of 2)"
+# A session's number would bypass the registry: refused on a server that claims.
+msg=$(sql "$s2" "SET gdid.authority = 5" 2>&1) && fail "a session set gdid.authority on a server that claims it"
+echo "$msg" | grep -q "claims its gdid authority from snowflake.registry" || fail "unexpected: $msg"
+# A call that waits (for a lock on its sequence) while the claim ends hands out nothing under
+# the number it read before the wait.
+sql "$s2" "SELECT snowflake_next('waits')" >/dev/null
+open_session locker "$s2"
+send locker "BEGIN; ALTER SEQUENCE snowflake.waits CACHE 1; SELECT 'locked';"
+wait_until 10 "the lock" grep -q '^locked' "$CLUSTER_ROOT/locker.out"
+(sql "$s2" "SELECT snowflake_next('waits')" >"$out/waiter" 2>&1 || true) &
+waiter=$!
+wait_until 10 "the call to wait for the lock" sql_is "$s2" \
+    "SELECT count(*) FROM pg_locks WHERE relation = 'snowflake.waits'::regclass AND NOT granted" 1
+expect "$s2" "SELECT snowflake_node_detach()::text" ""
+send locker "COMMIT;"
+wait "$waiter"
+grep -q "gave its snowflake node number back" "$out/waiter" ||
+    fail "a call that waited across the detach: $(cat "$out/waiter")"
+close_session locker
+expect "$s2" "SELECT snowflake_node_attach()::text" ""
+echo "s2: a call waiting across a detach was refused: $(grep -m1 ERROR "$out/waiter")"
 
 echo "--- 5. every number held"
 f3=$(claimant f3 "snowflake.registry_group = 'small'" "snowflake.node_bits = 7")
@@ -200,6 +229,30 @@ bad() { # NAME REGISTRY EXPECTED-MESSAGE
 bad unreachable "host=127.0.0.1 port=$(free_port) dbname=postgres user=claims connect_timeout=2" "cannot be reached"
 bad credentials "host=127.0.0.1 port=$REGPORT dbname=postgres user=claims password=wrong" "password authentication failed"
 bad noextension "host=127.0.0.1 port=$REGPORT dbname=noext user=claims password=claims-secret" "no snowflake_id extension"
+# A registry database dropped and made again under the same name is another registry: the
+# claims made with the old one end (failed) instead of being made again in the new one.
+regdb_setup() {
+    pg_psql "$registry" -d postgres -q <<'SQL'
+CREATE DATABASE regdb;
+\c regdb
+CREATE EXTENSION snowflake_id;
+GRANT EXECUTE ON FUNCTION snowflake_registry_claim(text, text, text, integer, interval, interval),
+    snowflake_registry_renew(text, text, text, integer, interval, interval),
+    snowflake_registry_release(text, text, text, integer, interval) TO claims;
+SQL
+}
+regdb_setup
+rd=$(instance redone "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = auto" \
+    "gdid.authority = auto" "snowflake.registry = 'host=127.0.0.1 port=$REGPORT dbname=regdb user=claims password=claims-secret'" "${CLAIMS[@]}")
+start "$rd"
+wait_until 10 "redone to hold its numbers" held "$rd"
+pg_psql "$registry" -d postgres -qc "DROP DATABASE regdb WITH (FORCE)"
+regdb_setup
+wait_until 15 "redone's claims to fail" sql_is "$rd" "SELECT count(*) FROM snowflake_node_claims WHERE state = 'failed'" 2
+msg=$(sql "$rd" "SELECT snowflake_next('x')" 2>&1) && fail "redone generated with a registry made again"
+echo "redone: $(sql "$rd" "SELECT message FROM snowflake_node_claims LIMIT 1")"
+pg_stop "$rd" immediate
+
 regstandby=$(standby_of "$registry" regstandby)
 pg_start "$regstandby"
 bad standby "host=127.0.0.1 port=$(pg_port_of "$regstandby") dbname=postgres user=claims password=claims-secret" "is a standby"
