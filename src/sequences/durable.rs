@@ -145,6 +145,20 @@ impl ShareLocked {
             pg_sys::UnlockRelationOid(self.relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE)
         };
     }
+
+    /// Runs `f` with sequence `relid` locked for the call only (`None`: it could not be had
+    /// without waiting): the monitoring views read every sequence, and must neither hold a
+    /// lock per sequence to the end of the transaction nor wait. Taken first, so that a
+    /// sequence dropped before is seen gone and one locked cannot go meanwhile. An ERROR
+    /// inside leaves the lock to the end of the transaction.
+    pub fn for_one_row<R>(relid: Oid, f: impl FnOnce(Option<&ShareLocked>) -> R) -> R {
+        let locked = Self::try_lock(relid);
+        let r = f(locked.as_ref());
+        if let Some(l) = locked {
+            l.release();
+        }
+        r
+    }
 }
 
 /// `last_value` of the sequence tuple on `page` (sequence.c's `read_seq_tuple`: the magic in

@@ -447,12 +447,7 @@ fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
 // Monitoring
 
 fn sequence_state(seq: pg_sys::Oid, emit: &mut dyn FnMut(gdid_sequence_state::Row)) {
-    // Locked for this row only, as the snowflake view's (see ShareLocked).
-    let locked = durable::ShareLocked::try_lock(seq);
-    state_row(seq, locked.as_ref(), emit);
-    if let Some(l) = locked {
-        l.release();
-    }
+    durable::ShareLocked::for_one_row(seq, |locked| state_row(seq, locked, emit));
 }
 
 /// The row of sequence `seq`, its stored lease read if `locked`.

@@ -461,13 +461,7 @@ fn conflict_rows(emit: &mut dyn FnMut(snowflake_node_conflicts_rows::Row)) {
 }
 
 fn sequence_state(seq: pg_sys::Oid, emit: &mut dyn FnMut(snowflake_sequence_state::Row)) {
-    // Locked for this row only (see ShareLocked): the view reads every sequence. First, so
-    // that a sequence dropped before is seen gone and one not locked away cannot go meanwhile.
-    let locked = durable::ShareLocked::try_lock(seq);
-    state_row(seq, locked.as_ref(), emit);
-    if let Some(l) = locked {
-        l.release();
-    }
+    durable::ShareLocked::for_one_row(seq, |locked| state_row(seq, locked, emit));
 }
 
 /// The row of sequence `seq`, its lease read if `locked` (else NULL: a transaction that drops
