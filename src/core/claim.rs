@@ -468,6 +468,71 @@ pub fn holder_name(
     format!("{host}:{port}:{data_directory} (system {system_identifier}, started {started})")
 }
 
+/// A message that may quote the registry's connection string (libpq's errors quote a
+/// malformed one whole) with the string and every password in it masked, so that the view, a
+/// generator's DETAIL and the log never show one.
+pub fn scrub(message: &str, conninfo: &str) -> String {
+    const MASK: &str = "********";
+    let mut out = if conninfo.is_empty() {
+        message.to_owned()
+    } else {
+        message.replace(conninfo, &redact_conninfo(conninfo))
+    };
+    for secret in passwords(conninfo) {
+        out = out.replace(secret, MASK);
+    }
+    out
+}
+
+/// The passwords written in a connection string, as written: after `password =` (keyword
+/// pairs and URI parameters; quoted or with backslash escapes too) and in a URI's userinfo.
+fn passwords(conninfo: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut rest = conninfo;
+    while let Some(i) = rest.find("password") {
+        rest = &rest[i + "password".len()..];
+        let Some(value) = rest.trim_start().strip_prefix('=') else {
+            continue;
+        };
+        let value = value.trim_start();
+        let (value, quoted) = match value.strip_prefix('\'') {
+            Some(v) => (v, true),
+            None => (value, false),
+        };
+        let mut escaped = false;
+        let end = value
+            .char_indices()
+            .find(|&(_, c)| {
+                let ends = !escaped
+                    && if quoted {
+                        c == '\''
+                    } else {
+                        c.is_whitespace() || c == '&'
+                    };
+                escaped = !escaped && c == '\\';
+                ends
+            })
+            .map_or(value.len(), |(i, _)| i);
+        if end > 0 {
+            found.push(&value[..end]);
+        }
+    }
+    if let Some(scheme_end) = conninfo.find("://") {
+        let rest = &conninfo[scheme_end + 3..];
+        // libpq reads the userinfo up to the last @ of the authority.
+        if let Some(at) = rest.rfind('@') {
+            if let Some((_, password)) = rest[..at].split_once(':') {
+                if !password.is_empty() {
+                    found.push(password);
+                }
+            }
+        }
+    }
+    // Longest first, so that a password containing another is masked whole.
+    found.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    found
+}
+
 /// A connection string as the view shows it: a password (`password=...` or the password of a
 /// URI) replaced by `********`.
 pub fn redact_conninfo(conninfo: &str) -> String {
@@ -726,6 +791,36 @@ mod tests {
             assert_eq!(redact_conninfo(given), shown, "{given}");
             assert!(!redact_conninfo(given).contains("s3"), "{given}");
         }
+    }
+
+    #[test]
+    fn messages_never_show_a_password() {
+        for (conninfo, message) in [
+            (
+                "postgres://claims:s3cret@[::1:54301/ids",
+                "invalid URI: \"postgres://claims:s3cret@[::1:54301/ids\"",
+            ),
+            (
+                "host=reg password=se\\ cret dbname=ids",
+                "could not connect (se\\ cret)",
+            ),
+            (
+                "dbname='host=x password=sekret dbname=postgres'",
+                "database \"host=x password=sekret dbname=postgres\" does not exist",
+            ),
+            ("host=reg password = 'a b' user=c", "echo: 'a b'"),
+            ("postgresql://u@reg/ids?password=qq1", "bad: qq1"),
+        ] {
+            let shown = scrub(message, conninfo);
+            for secret in ["s3cret", "se\\ cret", "cret", "sekret", "a b", " b'", "qq1"] {
+                assert!(!shown.contains(secret), "{message} -> {shown}");
+            }
+        }
+        assert_eq!(
+            scrub("timeout", "host=reg password=x"),
+            "timeout",
+            "nothing to mask"
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::pg::shmem;
 /// claim can end meanwhile and the number go to another server.
 #[derive(Debug, Clone, Copy)]
 pub struct Held {
-    kind: Kind,
+    pub kind: Kind,
     pub number: u16,
     made: u64,
 }
@@ -250,7 +250,9 @@ pub fn rows() -> Vec<Row> {
     Kind::ALL
         .into_iter()
         .map(|kind| {
+            // A server that claims uses the claim, whatever a reload made of the setting.
             let given = match kind {
+                _ if claimed_at_start(kind) => Number::Auto,
                 Kind::Node => server.map_or(Number::Unset, |s| s.node),
                 Kind::Authority => guc::gdid_authority(),
             };

@@ -37,7 +37,7 @@ impl Check {
     pub fn confirm(self) {
         if let Some(h) = self.0 {
             if !h.still() {
-                claims::refuse(Kind::Node);
+                claims::refuse(h.kind);
             }
         }
     }
@@ -65,22 +65,22 @@ pub fn max_clock_ahead_ms(server: &Server) -> u64 {
     }
 }
 
-/// The gdid authority a generator stamps now, and for a claimed one the era it generates in,
-/// if it may generate. No error (the fast path). Not checked again after the reservation: a
-/// value of an era this server's claim had is never another holder's (the registry gives each
-/// new holder a later era).
+/// The gdid authority a generator stamps now, for a claimed one the era it generates in, and
+/// what to check once the value is reserved, if it may generate. No error (the fast path).
 #[inline(always)]
-pub fn authority_now() -> Option<(u8, Option<u32>)> {
+pub fn authority_now() -> Option<(u8, Option<u32>, Check)> {
+    let claimed = || {
+        claims::valid(Kind::Authority)
+            .map(|h| (h.number as u8, Some(claims::era_floor()), Check(Some(h))))
+    };
     // A server that claims its authority uses the claim only, whatever a session or a reload
     // made of the setting since (a number there would bypass the registry).
     if claims_authority() {
-        return claims::valid(Kind::Authority).map(|h| (h.number as u8, Some(claims::era_floor())));
+        return claimed();
     }
     match guc::gdid_authority() {
-        Number::Given(n) => Some((n as u8, None)),
-        Number::Auto => {
-            claims::valid(Kind::Authority).map(|h| (h.number as u8, Some(claims::era_floor())))
-        }
+        Number::Given(n) => Some((n as u8, None, Check(None))),
+        Number::Auto => claimed(),
         Number::Unset => None,
     }
 }
@@ -95,7 +95,7 @@ fn claims_authority() -> bool {
 /// one not set or not held.
 pub fn own() -> (Option<u16>, Option<u16>) {
     let node = guc::server().and_then(node_now).map(|(n, _)| n as u16);
-    let authority = authority_now().map(|(a, _)| u16::from(a));
+    let authority = authority_now().map(|(a, _, _)| u16::from(a));
     (node, authority)
 }
 
@@ -130,9 +130,10 @@ pub fn node_id(server: &Server) -> (u32, Check) {
     }
 }
 
-/// This session's gdid authority and, for a claimed one, the era it generates in; or the
-/// ERROR when `gdid.authority` is not set or its claim is not held.
-pub fn gdid_authority() -> (u8, Option<u32>) {
+/// This session's gdid authority, for a claimed one the era it generates in, and what to check
+/// once a value is reserved; or the ERROR when `gdid.authority` is not set or its claim is not
+/// held.
+pub fn gdid_authority() -> (u8, Option<u32>, Check) {
     // The library not preloaded is the cause to name first: no setting helps then.
     if guc::server().is_none() {
         crate::pg::errors::not_preloaded();

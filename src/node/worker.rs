@@ -165,6 +165,12 @@ fn run() {
     claims
         .worker_latch
         .store(std::ptr::null_mut(), std::sync::atomic::Ordering::Release);
+    // Ended by SIGTERM. Outside a shutdown someone stopped the worker (it is no backend, so
+    // pg_terminate_backend cannot): exit status 1 has the postmaster start it again after a
+    // second, where 0 would end it for good and every claim would run out. In a shutdown the
+    // postmaster starts nothing again.
+    // SAFETY: ends the process as PostgreSQL does, running its exit callbacks.
+    unsafe { pg_sys::proc_exit(1) };
 }
 
 /// This postmaster's secret part of the holder name: made once, by the first worker, kept in
@@ -330,6 +336,8 @@ impl Worker {
                     self.claims.slot(h.kind).end(State::Failed);
                     self.claims.slot(h.kind).message.set(&why);
                     h.detached = true;
+                    // Nothing to give back to this registry (and the message must stay).
+                    h.number = None;
                 }
                 error(Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, why).log(true);
                 false
@@ -482,7 +490,7 @@ impl Worker {
                 // server (or was given back). Claim again, at once.
                 slot.end(State::Lost);
                 let why = format!(
-                    "{} number {number} is no longer this server's: its lease ran out before a renewal reached the registry, and the number was given to another server",
+                    "{} number {number} is no longer this server's: the registry does not have it as this server's (its lease ran out before a renewal reached the registry and it went to another server, or the registry lost its claims)",
                     kind.described()
                 );
                 slot.message.set(&why);
@@ -492,7 +500,8 @@ impl Worker {
             }
             Err(Failure::Interrupted) => {}
             Err(failure) => {
-                let why = failure.to_string();
+                // libpq's messages may quote the connection string, password and all.
+                let why = claim::scrub(&failure.to_string(), &self.settings.registry);
                 if slot.shown().message != why {
                     error(
                         Code::ERRCODE_CONNECTION_FAILURE,
@@ -563,7 +572,13 @@ impl Worker {
                 ));
             }
             Err(failure) => {
-                let why = format!("number {number} not given back yet: {failure}");
+                let why = claim::scrub(
+                    &format!(
+                        "{} number {number} not given back yet: {failure}",
+                        kind.described()
+                    ),
+                    &self.settings.registry,
+                );
                 if self.claims.slot(kind).shown().message != why {
                     error(Code::ERRCODE_CONNECTION_FAILURE, why.clone()).log(true);
                 }

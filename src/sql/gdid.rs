@@ -225,12 +225,13 @@ fn next_without_waiting(call: Call<'_>) -> Option<Gdid> {
     if unsafe { pg_sys::XactReadOnly } || detection::refused(What::Authority) {
         return None;
     }
-    let (authority, era) = node::authority_now()?;
+    let (authority, era, check) = node::authority_now()?;
     let registry = shmem::registry()?;
     let seq = registry.seq::<GdidState>(callsite::cached_slot::<2>(call)?)?;
     let t = seq.try_take(1).ok()?;
-    // Under a claimed authority every gdid is of the claim's era (see `take`).
-    if era.is_some_and(|e| e != t.era) {
+    // Under a claimed authority every gdid is of the claim's era (see `take`), and of a claim
+    // still held (else the slow path says why).
+    if era.is_some_and(|e| e != t.era) || !check.passes() {
         return None;
     }
     Some(Gdid::from_parts(t.era, authority, t.first))
@@ -247,7 +248,7 @@ fn resolved(scope: &[u8], sequence: &[u8], purpose: Purpose) -> Resolved {
 fn next(call: Call<'_>) -> Gdid {
     // Read-only first: a standby has no claim, and says so with 25006.
     prerequisites::require_may_generate("gdid_next()", What::Authority);
-    let (authority, era) = node::gdid_authority();
+    let (authority, era, check) = node::gdid_authority();
     loop {
         let r = callsite::resolved(
             call,
@@ -260,6 +261,8 @@ fn next(call: Call<'_>) -> Gdid {
             .seq::<GdidState>(r.at)
             .and_then(|seq| take(seq, &r, authority, era, 1))
         {
+            // The take may have waited: the authority must still be this server's.
+            check.confirm();
             return Gdid::from_parts(t.era, authority, t.first);
         }
         // Evicted from the cache since the call site resolved it: resolve again.
@@ -414,7 +417,7 @@ fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
         || {
             let n = prerequisites::count_argument(n, "block");
             prerequisites::require_may_generate("gdid_next_block()", What::Authority);
-            let (authority, era) = node::gdid_authority();
+            let (authority, era, check) = node::gdid_authority();
             let t = loop {
                 let r = resolved(scope, sequence, Purpose::Generate);
                 let registry = lookup::registry();
@@ -426,6 +429,7 @@ fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
                 }
                 // Evicted meanwhile: resolve again.
             };
+            check.confirm();
             Block {
                 era: t.era,
                 authority,

@@ -188,22 +188,36 @@ msg=$(sql "$s2" "SET gdid.authority = 5" 2>&1) && fail "a session set gdid.autho
 echo "$msg" | grep -q "claims its gdid authority from snowflake.registry" || fail "unexpected: $msg"
 # A call that waits (for a lock on its sequence) while the claim ends hands out nothing under
 # the number it read before the wait.
-sql "$s2" "SELECT snowflake_next('waits')" >/dev/null
+sql "$s2" "SELECT snowflake_next('waits'), gdid_next('waits', 'g')" >/dev/null
 open_session locker "$s2"
-send locker "BEGIN; ALTER SEQUENCE snowflake.waits CACHE 1; SELECT 'locked';"
+send locker "BEGIN; ALTER SEQUENCE snowflake.waits CACHE 1; ALTER SEQUENCE gdid.\"waits/g\" CACHE 1; SELECT 'locked';"
 wait_until 10 "the lock" grep -q '^locked' "$CLUSTER_ROOT/locker.out"
 (sql "$s2" "SELECT snowflake_next('waits')" >"$out/waiter" 2>&1 || true) &
 waiter=$!
-wait_until 10 "the call to wait for the lock" sql_is "$s2" \
-    "SELECT count(*) FROM pg_locks WHERE relation = 'snowflake.waits'::regclass AND NOT granted" 1
+(sql "$s2" "SELECT gdid_next('waits', 'g')" >"$out/gwaiter" 2>&1 || true) &
+gwaiter=$!
+wait_until 10 "the calls to wait for the locks" sql_is "$s2" \
+    "SELECT count(*) FROM pg_locks WHERE relation IN ('snowflake.waits'::regclass, 'gdid.\"waits/g\"'::regclass) AND NOT granted" 2
 expect "$s2" "SELECT snowflake_node_detach()::text" ""
 send locker "COMMIT;"
-wait "$waiter"
+wait "$waiter" "$gwaiter"
 grep -q "gave its snowflake node number back" "$out/waiter" ||
-    fail "a call that waited across the detach: $(cat "$out/waiter")"
+    fail "a snowflake call that waited across the detach: $(cat "$out/waiter")"
+grep -q "gave its gdid authority number back" "$out/gwaiter" ||
+    fail "a gdid call that waited across the detach: $(cat "$out/gwaiter")"
 close_session locker
 expect "$s2" "SELECT snowflake_node_attach()::text" ""
-echo "s2: a call waiting across a detach was refused: $(grep -m1 ERROR "$out/waiter")"
+echo "s2: calls waiting across a detach were refused: $(grep -m1 ERROR "$out/waiter"); $(grep -m1 ERROR "$out/gwaiter")"
+# The claims worker ended by a signal (it is no backend: pg_terminate_backend cannot) comes
+# back, and the same postmaster's holder finds its numbers again.
+held_before=$(numbers "$s2")
+worker=$(pgrep -P "$(head -n 1 "$s2/data/postmaster.pid")" -f "snowflake_id claims")
+kill -TERM "$worker"
+wait_until 10 "the worker to come back" sh -c "pgrep -P $(head -n 1 "$s2/data/postmaster.pid") -f 'snowflake_id claims' | grep -vqx $worker"
+wait_until 10 "s2 to hold its numbers again" held "$s2"
+[ "$(numbers "$s2")" = "$held_before" ] || fail "s2 holds $(numbers "$s2") after its worker came back, not $held_before"
+sql "$s2" "SELECT snowflake_next('orders'), gdid_next('shop', 'orders')" >/dev/null
+echo "s2: its claims worker ended by SIGTERM came back, holding $held_before again"
 
 echo "--- 5. every number held"
 f3=$(claimant f3 "snowflake.registry_group = 'small'" "snowflake.node_bits = 7")
