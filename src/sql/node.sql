@@ -179,8 +179,11 @@ $renew$;
 COMMENT ON FUNCTION snowflake_registry_renew(text, text, text, integer, interval, interval) IS
     'Registry side of snowflake.node_id = auto and gdid.authority = auto: renews a server''s lease of its number';
 
--- Gives `number` back: nobody else gets it before `hold_after` has passed (values the holder
--- made ahead of its clock). True if the holder held it.
+-- Gives `number` back: nobody else gets it before its lease and then `hold_after` have passed
+-- (values the holder made ahead of its clock). Never sooner: a release that reaches the
+-- registry late (a packet held up by a partition) may meet the same holder's later claim of
+-- the number, which must not end before the holder learns of it at its next renewal. True if
+-- the holder held it.
 CREATE FUNCTION snowflake_registry_release(
         kind text, registry_group text, holder text, number integer, hold_after interval)
     RETURNS boolean
@@ -194,8 +197,8 @@ BEGIN
     UPDATE @extschema@.snowflake_registry r
        SET released = true,
            lease_until = LEAST(r.lease_until, pg_catalog.now()),
-           reusable_after = LEAST(r.reusable_after,
-                                  pg_catalog.now() OPERATOR(pg_catalog.+) hold_after)
+           reusable_after = GREATEST(r.reusable_after,
+                                     pg_catalog.now() OPERATOR(pg_catalog.+) hold_after)
      WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_release.kind
        AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_release.registry_group
        AND r.number OPERATOR(pg_catalog.=) snowflake_registry_release.number

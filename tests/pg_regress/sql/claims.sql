@@ -41,8 +41,8 @@ SELECT number, era_floor FROM snowflake_registry_claim('node', 'regress', 'serve
 -- A renewal extends the holder's lease; another holder's renewal of it gets nothing.
 SELECT lease_until > now() AS renewed FROM snowflake_registry_renew('node', 'regress', 'server a', 0, '10s', '12s');
 SELECT lease_until IS NULL AS not_held FROM snowflake_registry_renew('node', 'regress', 'server b', 0, '10s', '12s');
--- Given back, a number comes free only after the hold (values its holder made ahead of its
--- clock); a zero hold frees it at once.
+-- Given back, a number comes free only after its lease and the hold (values its holder made
+-- ahead of its clock), even with a zero hold.
 SELECT snowflake_registry_release('node', 'regress', 'server b', 1, '1 hour');
 SELECT snowflake_registry_release('node', 'regress', 'server b', 1, '1 hour') AS again;
 SELECT number FROM snowflake_registry_claim('node', 'regress', 'server c', 3, '10s', '12s');
