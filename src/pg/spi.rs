@@ -21,8 +21,34 @@ pub struct Connection {
     _open: (),
 }
 
-/// Runs `body` with an SPI connection.
+/// Runs `body` with an SPI connection, under `search_path = pg_catalog, pg_temp`.
+///
+/// The statements run as the calling role, often inside another role's DDL (a hook): an
+/// operator or function a role planted in a schema on the caller's path (`public.=(oid,
+/// regclass)`, an exact match where pg_catalog's needs a cast) would otherwise be bound into
+/// them and run as that caller. As PostgreSQL does for a function with a `SET` clause, the
+/// setting is saved at a new nesting level and put back when the body returns (by the
+/// (sub)transaction's abort when an error escapes). The statements name everything else by
+/// schema.
 pub fn connect<R>(body: impl FnOnce(&mut Connection) -> R) -> R {
+    // SAFETY: a new GUC nesting level, popped by AtEOXact_GUC below (or by the abort).
+    let nest = unsafe { errors::guarded(|| pg_sys::NewGUCNestLevel()) };
+    // SAFETY: NUL-terminated name and value; GUC_ACTION_SAVE keeps the caller's value to be
+    // restored at the end of the nesting level; elevel 0 raises an ERROR on failure.
+    unsafe {
+        errors::guarded(|| {
+            pg_sys::set_config_option(
+                c"search_path".as_ptr(),
+                c"pg_catalog, pg_temp".as_ptr(),
+                pg_sys::GucContext::PGC_USERSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_SAVE,
+                true,
+                0,
+                false,
+            )
+        })
+    };
     // SAFETY: SPI_connect is declared below; it only sets up SPI's state.
     let rc = unsafe { errors::guarded(|| SPI_connect()) };
     if rc != pg_sys::SPI_OK_CONNECT as c_int {
@@ -34,6 +60,8 @@ pub fn connect<R>(body: impl FnOnce(&mut Connection) -> R) -> R {
     if rc != pg_sys::SPI_OK_FINISH as c_int {
         spi_error("SPI_finish", rc);
     }
+    // SAFETY: pops the nesting level opened above, restoring the caller's search_path.
+    unsafe { errors::guarded(|| pg_sys::AtEOXact_GUC(true, nest)) };
     r
 }
 

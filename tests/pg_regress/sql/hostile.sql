@@ -39,6 +39,12 @@ CREATE OPERATOR public.= (LEFTARG = "char", RIGHTARG = text, FUNCTION = public.h
 CREATE FUNCTION public.hs_oid_oid(oid, regnamespace) RETURNS boolean LANGUAGE sql
     AS $$ SELECT public.hs_trap('= oid regnamespace') $$;
 CREATE OPERATOR public.= (LEFTARG = oid, RIGHTARG = regnamespace, FUNCTION = public.hs_oid_oid);
+-- The catalog queries the extension runs itself (in DDL of any role, through its hooks) are
+-- no place for one either: oid = regclass (pg_depend.classid against a class) is an exact
+-- match here, and pg_catalog's needs a cast.
+CREATE FUNCTION public.hs_oid_class(oid, regclass) RETURNS boolean LANGUAGE sql
+    AS $$ SELECT public.hs_trap('= oid regclass') $$;
+CREATE OPERATOR public.= (LEFTARG = oid, RIGHTARG = regclass, FUNCTION = public.hs_oid_class);
 CREATE FUNCTION public.hs_text_text(text, text) RETURNS text LANGUAGE sql
     AS $$ SELECT CASE WHEN public.hs_trap('|| text text') THEN $1 END $$;
 CREATE OPERATOR public.|| (LEFTARG = text, RIGHTARG = text, FUNCTION = public.hs_text_text);
@@ -65,6 +71,15 @@ RESET ROLE;
 
 -- The planted objects, as a superuser installs into public.
 CREATE EXTENSION snowflake_id;
+-- A superuser's DDL, which the extension's hooks look at: a table with and without a
+-- generating DEFAULT, a DEFAULT set and dropped, a domain's, the watch.
+CREATE TABLE hs_plain (x int);
+CREATE TABLE hs_keyed (id snowflake PRIMARY KEY DEFAULT snowflake_next('hs_keyed'));
+ALTER TABLE hs_plain ALTER COLUMN x SET DEFAULT 1;
+ALTER TABLE hs_keyed ALTER COLUMN id DROP DEFAULT;
+CREATE DOMAIN hs_dom AS gdid DEFAULT gdid_next('hs', 'dom');
+CREATE TABLE hs_domained (g hs_dom);
+SELECT snowflake_watch_tables() >= 0 AS watched;
 
 -- Every function of the extension, called by a superuser (the gdid operators and support
 -- functions through their operators, classes and casts).
