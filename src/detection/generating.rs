@@ -34,7 +34,7 @@ fn base_type(ty: Oid) -> Oid {
 /// column's own (pg_attrdef), or, for a column without one, its domain's (`CREATE DOMAIN ...
 /// DEFAULT`, which a domain over it copies). As SQL for the queries below: rows of (tree,
 /// rel, num, func).
-const DEFAULTS_CALLING: &str = "
+pub const DEFAULTS_CALLING: &str = "
     SELECT d.adbin::pg_catalog.text AS tree, d.adrelid AS rel, d.adnum AS num, u.refobjid AS func
       FROM pg_catalog.pg_attrdef d
       JOIN pg_catalog.pg_depend u ON u.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass

@@ -31,8 +31,8 @@ use std::ffi::{c_int, CString};
 use pgrx::pg_sys::{self, Oid};
 
 use crate::detection::generating;
-use crate::pg::errors;
 use crate::pg::spi::{self, Connection};
+use crate::pg::{errors, pgcompat};
 
 /// The base of the trigger's name; PostgreSQL appends the trigger's OID to an internal one.
 const TRIGGER_NAME: &std::ffi::CStr = c"snowflake_arrivals";
@@ -131,8 +131,15 @@ pub fn after_statement() {
             return;
         };
         p.relations.extend(tables_with_types(conn, &p.types));
+        // SAFETY: a plain read of the current user.
+        let user = unsafe { pg_sys::GetUserId() };
         for (table, permanent) in leaves(conn, &p.relations) {
-            bring_in_line(conn, table, permanent, function);
+            // Only the statement's own tables: a domain's owner changing its DEFAULT does not
+            // get to create, drop or re-enable triggers on (nor lock) other roles' tables,
+            // which `snowflake_watch_tables()` or their owners' next DDL bring in line.
+            if pgcompat::class_ownercheck(table, user) {
+                bring_in_line(conn, table, permanent, function);
+            }
         }
         for trigger in p.triggers {
             enable_replica(conn, trigger, function);
@@ -149,21 +156,22 @@ pub fn watch_all() -> i32 {
         let Some(function) = trigger_function(conn) else {
             return 0;
         };
-        let query = c"SELECT DISTINCT d.adrelid::pg_catalog.oid
-                        FROM pg_catalog.pg_attrdef d
-                        JOIN pg_catalog.pg_depend u
-                          ON u.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
-                         AND u.objid = d.oid
-                         AND u.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
-                        JOIN pg_catalog.pg_proc p ON p.oid = u.refobjid
-                         AND p.proname IN ('snowflake_next', 'gdid_next')
-                        JOIN pg_catalog.pg_depend x
-                          ON x.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
-                         AND x.objid = p.oid AND x.deptype = 'e'
-                        JOIN pg_catalog.pg_extension e ON e.oid = x.refobjid
-                         AND e.extname = 'snowflake_id'";
+        // A column's own DEFAULT or its domain's (see `generating`).
+        let query = CString::new(format!(
+            "SELECT DISTINCT d.rel
+               FROM ({}) d
+               JOIN pg_catalog.pg_proc p ON p.oid = d.func
+                AND p.proname IN ('snowflake_next', 'gdid_next')
+               JOIN pg_catalog.pg_depend x
+                 ON x.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                AND x.objid = p.oid AND x.deptype = 'e'
+               JOIN pg_catalog.pg_extension e ON e.oid = x.refobjid
+                AND e.extname = 'snowflake_id'",
+            generating::DEFAULTS_CALLING
+        ))
+        .expect("no NUL in the query");
         let relations: Vec<Oid> = {
-            let rows = conn.select(query, 0);
+            let rows = conn.select(&query, 0);
             (0..rows.len()).filter_map(|r| rows.oid(r, 1)).collect()
         };
         let mut created = 0;

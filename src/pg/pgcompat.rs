@@ -52,6 +52,21 @@ pub fn class_ownercheck(relid: Oid, role: Oid) -> bool {
     }
 }
 
+/// Whether `role` owns type `typid` (or is a superuser, or a member of its owner).
+pub fn type_ownercheck(typid: Oid, role: Oid) -> bool {
+    // SAFETY: a catalog lookup.
+    unsafe {
+        #[cfg(feature = "pg15")]
+        {
+            pg_sys::pg_type_ownercheck(typid, role)
+        }
+        #[cfg(not(feature = "pg15"))]
+        {
+            pg_sys::object_ownercheck(pg_sys::TypeRelationId, typid, role)
+        }
+    }
+}
+
 /// Whether the open relation `rel` was created, or given new storage (`ALTER SEQUENCE ...
 /// RESTART`), by the current transaction: its state then goes if the transaction rolls back.
 ///

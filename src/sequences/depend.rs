@@ -4,6 +4,7 @@
 
 use pgrx::pg_sys::{self, Oid};
 
+use crate::pg::pgcompat;
 use crate::sequences::catalog::getstruct;
 
 // Fixed OIDs that pgrx's bindings leave out (catalog/pg_attrdef.h, pg_depend.h, pg_type.h).
@@ -115,6 +116,12 @@ pub struct Column {
 /// depends on it, and the columns of domains (and of domains over them) whose DEFAULT does
 /// and which have no DEFAULT of their own. Dependencies are recorded when a DEFAULT names the
 /// sequence by a constant (see `defaults`).
+///
+/// A domain's column counts only in a table whose owner vouches for the domain's DEFAULT (see
+/// [`owner_vouches`]): a column's own DEFAULT was made by a role allowed to name the sequence,
+/// but any role may put another's domain in a table of its own, and what it stores there
+/// must neither let it generate (a role may generate through the DEFAULT of a table it may
+/// insert into, see `privileges`) nor move the sequence's fallback.
 pub fn default_columns(seq: Oid) -> Vec<Column> {
     let mut columns = Vec::new();
     let mut domains = Vec::new();
@@ -124,12 +131,13 @@ pub fn default_columns(seq: Oid) -> Vec<Column> {
                 columns.push(c);
             }
         } else if d.classid == pg_sys::TypeRelationId {
-            domains.push(d.objid);
+            domains.push((d.objid, d.objid));
         }
     }
-    // Domains over domains: bounded, since a type cannot be its own base.
+    // Domains over domains, each with the domain whose DEFAULT names the sequence: bounded,
+    // since a type cannot be its own base.
     let mut seen = Vec::new();
-    while let Some(domain) = domains.pop() {
+    while let Some((domain, naming)) = domains.pop() {
         if seen.contains(&domain) || seen.len() > 1_000 {
             continue;
         }
@@ -137,18 +145,55 @@ pub fn default_columns(seq: Oid) -> Vec<Column> {
         for d in dependents(pg_sys::TypeRelationId, domain) {
             if d.classid == pg_sys::RelationRelationId && d.objsubid > 0 {
                 let attnum = d.objsubid as i16;
-                if !has_own_default(d.objid, attnum) {
+                if !has_own_default(d.objid, attnum) && owner_vouches(d.objid, naming, seq) {
                     columns.push(Column {
                         table: d.objid,
                         attnum,
                     });
                 }
             } else if d.classid == pg_sys::TypeRelationId && d.deptype == b'n' {
-                domains.push(d.objid);
+                domains.push((d.objid, naming));
             }
         }
     }
     columns
+}
+
+/// Whether the owner of `table` vouches for the DEFAULT of domain `domain`, which names
+/// sequence `seq`: it owns the domain (and so made or was given its DEFAULT), or it could have
+/// written that DEFAULT on the column itself (USAGE or UPDATE on the sequence, or owning it).
+/// A table that is gone vouches for nothing.
+fn owner_vouches(table: Oid, domain: Oid, seq: Oid) -> bool {
+    let Some(owner) = relation_owner(table) else {
+        return false;
+    };
+    // SAFETY: a catalog lookup; an error (the sequence dropped meanwhile, which the caller's
+    // lock prevents) is raised as usual.
+    let may_use = unsafe {
+        pg_sys::pg_class_aclcheck(
+            seq,
+            owner,
+            (pg_sys::ACL_USAGE | pg_sys::ACL_UPDATE) as pg_sys::AclMode,
+        ) == pg_sys::AclResult::ACLCHECK_OK
+    };
+    may_use || pgcompat::type_ownercheck(domain, owner) || pgcompat::class_ownercheck(seq, owner)
+}
+
+/// The owner of relation `relid`, if it exists.
+fn relation_owner(relid: Oid) -> Option<Oid> {
+    // SAFETY: a syscache lookup, the tuple released before returning.
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(
+            pg_sys::SysCacheIdentifier::RELOID as _,
+            pg_sys::Datum::from(relid),
+        );
+        if tuple.is_null() {
+            return None;
+        }
+        let owner = (*getstruct::<pg_sys::FormData_pg_class>(tuple)).relowner;
+        pg_sys::ReleaseSysCache(tuple);
+        Some(owner)
+    }
 }
 
 /// The column whose DEFAULT is `attrdef`.

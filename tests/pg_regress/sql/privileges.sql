@@ -66,6 +66,32 @@ CREATE DOMAIN pv_dom AS bigint DEFAULT snowflake_next('pv_orders');
 DROP TABLE pv_mine;
 RESET ROLE;
 
+-- A domain's DEFAULT speaks for the roles that vouch for it: a role that puts another's
+-- domain in a table of its own neither generates through it (it could not have written that
+-- DEFAULT on the column itself) nor moves the sequence by the keys it stores there, however
+-- far ahead (a fresh sequence's fallback does not read them).
+SET ROLE pv_owner;
+CREATE DOMAIN pv_fresh_dom AS bigint DEFAULT snowflake_next('pv_fresh');
+CREATE DOMAIN pv_fresh_gdom AS gdid DEFAULT gdid_next('pv', 'fresh');
+RESET ROLE;
+SET ROLE pv_stranger;
+CREATE TABLE pv_theirs (id pv_fresh_dom PRIMARY KEY, g pv_fresh_gdom UNIQUE);
+INSERT INTO pv_theirs VALUES (9223372036854775807, '4294967295:6:1152921504606846975');
+INSERT INTO pv_theirs (id) VALUES (1);
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO pv_theirs (g) VALUES ('0:6:5');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+SET ROLE pv_owner;
+SELECT snowflake_timestamp(snowflake_next('pv_fresh')) < now() + interval '1 hour' AS not_moved;
+SELECT gdid_next('pv', 'fresh') < '1:0:0'::gdid AS not_moved;
+-- Its owner's own table counts, as a column's own DEFAULT does.
+CREATE TABLE pv_owned (id pv_fresh_dom PRIMARY KEY);
+INSERT INTO pv_owned DEFAULT VALUES;
+RESET ROLE;
+SELECT count(*) AS inserted FROM pv_owned;
+DROP TABLE pv_theirs, pv_owned;
+
 -- Moving a sequence on takes UPDATE on it, as setval does; dropping it takes owning it, as
 -- DROP SEQUENCE does.
 SET ROLE pv_user;

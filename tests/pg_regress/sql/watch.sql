@@ -155,6 +155,42 @@ SELECT snowflake_watch_tables();
 RESET ROLE;
 DROP ROLE watch_user;
 
+-- A domain's owner changes (and locks) only tables it owns: ALTER DOMAIN ... SET DEFAULT
+-- leaves another role's table with a column of the domain as it was, for its owner's next
+-- DDL or snowflake_watch_tables() to bring in line; a trigger a superuser disabled there
+-- stays disabled whatever the domain's owner does.
+CREATE ROLE w_alice;
+CREATE ROLE w_bob;
+GRANT CREATE ON SCHEMA public TO w_alice, w_bob;
+GRANT CREATE ON SCHEMA gdid TO w_alice;
+SET ROLE w_alice;
+CREATE DOMAIN w_adom AS gdid;
+RESET ROLE;
+SET ROLE w_bob;
+CREATE TABLE w_bobs (id w_adom);
+RESET ROLE;
+SET ROLE w_alice;
+BEGIN;
+ALTER DOMAIN w_adom SET DEFAULT gdid_next('w', 'alice');
+SELECT count(*) AS locks_on_bobs_table FROM pg_locks
+ WHERE relation = 'w_bobs'::regclass AND pid = pg_backend_pid();
+COMMIT;
+RESET ROLE;
+SELECT count(*) FROM watched WHERE table_name = 'w_bobs'::regclass;
+SELECT snowflake_watch_tables();
+ALTER TABLE w_bobs DISABLE TRIGGER ALL;
+SET ROLE w_alice;
+ALTER DOMAIN w_adom DROP DEFAULT;
+ALTER DOMAIN w_adom SET DEFAULT gdid_next('w', 'alice');
+RESET ROLE;
+SELECT table_name, tgenabled FROM watched WHERE table_name = 'w_bobs'::regclass;
+DROP TABLE w_bobs;
+DROP DOMAIN w_adom;
+DROP SEQUENCE gdid."w/alice";
+REVOKE CREATE ON SCHEMA public FROM w_alice, w_bob;
+REVOKE CREATE ON SCHEMA gdid FROM w_alice;
+DROP ROLE w_alice, w_bob;
+
 -- The trigger function is a trigger's: called otherwise, an error. As a table's own BEFORE
 -- trigger it passes every row through unchanged.
 SELECT snowflake_arrival_trigger();
