@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: builds and installs snowflake_id, starts a local PostgreSQL 15 with it
-# preloaded, and shows it working. `make demo-stop` stops it and removes its data.
-# Running `make demo` again rebuilds and restarts from scratch.
+# preloaded, and shows it working in a database of its own, `demo`; the database `postgres` has
+# the extension and nothing else, for the README's examples. `make demo-stop` stops it and
+# removes its data. Running `make demo` again rebuilds and starts afresh (its data goes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Debian's PostgreSQL 15, whatever PG_CONFIG the caller has: the demo needs nothing else.
@@ -40,7 +41,8 @@ pg_init "$DEMO_DIR" "$DEMO_PORT" \
     "gdid.authority = 1"
 pg_start "$DEMO_DIR"
 
-pg_psql "$DEMO_DIR" -d postgres -q <<'SQL'
+pg_psql "$DEMO_DIR" -d postgres -q -c 'CREATE EXTENSION snowflake_id' -c 'CREATE DATABASE demo'
+pg_psql "$DEMO_DIR" -d demo -q <<'SQL'
 CREATE EXTENSION snowflake_id;
 SET timezone = 'UTC';
 CREATE TABLE orders (
@@ -83,5 +85,7 @@ cat <<MSG
 
 The demo server is running: PostgreSQL $version, port $port, socket directory $socket, data in $DEMO_DIR/data.
 Connect:  psql -h $socket -p $port -U postgres postgres
-Stop:     make demo-stop
+          (the extension is created there and nothing else: the README's examples start here;
+          the tables above are in database demo)
+Stop:     make demo-stop   (make demo again starts afresh: the demo's data goes)
 MSG

@@ -251,10 +251,13 @@ pub fn claims() -> Option<&'static Claims> {
 #[inline]
 pub fn registry() -> Option<Pinned> {
     let registry = unentered_registry()?;
-    if PINS.load(Ordering::Relaxed) == 0 {
+    // Loads and stores, never read-modify-writes: these flags are this process's own, and a
+    // locked instruction per flag would cost the generators' fast path more than entering does.
+    let pins = PINS.load(Ordering::Relaxed);
+    if pins == 0 {
         enter();
     }
-    PINS.fetch_add(1, Ordering::Relaxed);
+    PINS.store(pins + 1, Ordering::Relaxed);
     Some(Pinned { registry })
 }
 
@@ -344,7 +347,8 @@ fn enter() {
         )
         .raise();
     }
-    if !CALLBACKS.swap(true, Ordering::Relaxed) {
+    if !CALLBACKS.load(Ordering::Relaxed) {
+        CALLBACKS.store(true, Ordering::Relaxed);
         // SAFETY: registered once per process; the callbacks live as long as it.
         unsafe {
             pg_sys::RegisterXactCallback(Some(at_transaction_end), null_mut());
@@ -369,7 +373,8 @@ pub fn refresh_epoch() {
 }
 
 fn leave() {
-    if ENTERED.swap(false, Ordering::Relaxed) {
+    if ENTERED.load(Ordering::Relaxed) {
+        ENTERED.store(false, Ordering::Relaxed);
         if let (Some(epochs), Some(me)) = (epochs(), my_entry()) {
             epochs.exit(me);
         }
