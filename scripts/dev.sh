@@ -54,7 +54,7 @@ check)
 regress)
     [ $# -eq 2 ] && [ -n "$2" ] || usage
     [ -f "tests/pg_regress/sql/$2.sql" ] ||
-        { echo "dev: no tests/pg_regress/sql/$2.sql; there are: $(cd tests/pg_regress/sql && ls | sed 's/\.sql$//' | xargs)" >&2; exit 2; }
+        { echo "dev: no tests/pg_regress/sql/$2.sql; there are: $(cd tests/pg_regress/sql && ls -- *.sql | sed 's/\.sql$//' | xargs)" >&2; exit 2; }
     # 15 is Debian's: what the demo needs is enough; 17 and 18 are built by the full setup.
     if [ "$PG" = 15 ]; then bash scripts/setup_demo.sh; else bash scripts/setup.sh; fi
     bash scripts/install.sh

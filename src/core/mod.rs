@@ -10,6 +10,7 @@ pub mod epochs;
 pub mod gdid;
 pub mod identity;
 pub mod lease;
+pub mod membarrier;
 pub mod plain_decimal;
 pub mod probe;
 pub mod registry;

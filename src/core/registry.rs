@@ -359,6 +359,8 @@ impl<'a> Registry<'a> {
         let cap = self.slots.len();
         let start = (key.hash() % cap as u64) as usize;
         let mut reusable = None;
+        // Run once, at the first evicted slot: see `Epochs::before_reclaiming`.
+        let mut may_reclaim = None;
         for step in 0..cap {
             let idx = (start + step) % cap;
             let slot = &self.slots[idx];
@@ -369,6 +371,7 @@ impl<'a> Registry<'a> {
                     EVICTED => {
                         if for_insert
                             && reusable.is_none()
+                            && *may_reclaim.get_or_insert_with(|| self.epochs.before_reclaiming())
                             && self.epochs.all_past(slot.evicted_at.load(Ordering::SeqCst))
                         {
                             reusable = Some(idx);
@@ -471,7 +474,7 @@ pub(crate) mod tests {
         }
 
         pub fn epochs(&self) -> Epochs<'_> {
-            Epochs::new(&self.global, &self.active)
+            Epochs::new(&self.global, &self.active, None)
         }
     }
 

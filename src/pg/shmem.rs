@@ -20,7 +20,8 @@ use pgrx::pg_guard;
 use pgrx::pg_sys;
 
 use crate::core::claim::Claims;
-use crate::core::epochs::Epochs;
+use crate::core::epochs::{Barrier, Epochs};
+use crate::core::membarrier;
 use crate::core::registry::{Registry, Slot};
 use crate::core::sightings::Sightings;
 use crate::pg::errors;
@@ -76,6 +77,7 @@ const LOCK_COUNT: usize = 1 + STRIPES;
 /// preloading.
 pub fn install_hooks(slots: usize) {
     SLOT_COUNT.store(slots, Ordering::Relaxed);
+    BARRIERS.store(membarrier::supported(), Ordering::Relaxed);
     // SAFETY: _PG_init runs once, single-threaded, in the postmaster; chaining the previous
     // hooks is how PostgreSQL expects several libraries to share them.
     unsafe {
@@ -315,6 +317,9 @@ fn epochs() -> Option<Epochs<'static>> {
         Some(Epochs::new(
             &*ptr,
             std::slice::from_raw_parts(ptr.add(1), entries),
+            BARRIERS
+                .load(Ordering::Relaxed)
+                .then_some(membarrier::global as Barrier),
         ))
     }
 }
@@ -325,6 +330,13 @@ static PINS: AtomicUsize = AtomicUsize::new(0);
 /// Whether this backend's epoch entry is set.
 static ENTERED: AtomicBool = AtomicBool::new(false);
 static CALLBACKS: AtomicBool = AtomicBool::new(false);
+/// Whether this process is registered for the reclaimers' barriers, and enters without a
+/// fence (see `epochs`).
+static RECEIVES_BARRIERS: AtomicBool = AtomicBool::new(false);
+/// Whether the reclaimers of this server make global barriers: decided once in the
+/// postmaster, before any process that uses the cache is forked, so that every process
+/// agrees (a reader enters without a fence only where every reclaimer makes the barrier).
+static BARRIERS: AtomicBool = AtomicBool::new(false);
 
 /// This process's entry among the epochs: its PGPROC number.
 fn my_entry() -> Option<usize> {
@@ -337,25 +349,49 @@ fn my_entry() -> Option<usize> {
     n.and_then(|n| usize::try_from(n).ok())
 }
 
-#[cold]
+#[inline]
 fn enter() {
     let Some(epochs) = epochs() else { return };
-    if !my_entry().is_some_and(|me| epochs.enter(me)) {
-        error(
-            Code::ERRCODE_INTERNAL_ERROR,
-            "this process has no entry among the snowflake_id epochs",
-        )
-        .raise();
-    }
     if !CALLBACKS.load(Ordering::Relaxed) {
-        CALLBACKS.store(true, Ordering::Relaxed);
-        // SAFETY: registered once per process; the callbacks live as long as it.
-        unsafe {
-            pg_sys::RegisterXactCallback(Some(at_transaction_end), null_mut());
-            pg_sys::before_shmem_exit(Some(at_exit), pg_sys::Datum::from(0));
-        }
+        first_entry();
+    }
+    if !my_entry().is_some_and(|me| enter_at(&epochs, me)) {
+        no_entry();
     }
     ENTERED.store(true, Ordering::Relaxed);
+}
+
+/// Enters `me` the cheapest way this process may (see `epochs`).
+#[inline(always)]
+fn enter_at(epochs: &Epochs<'_>, me: usize) -> bool {
+    if RECEIVES_BARRIERS.load(Ordering::Relaxed) {
+        epochs.enter_registered(me)
+    } else {
+        epochs.enter(me)
+    }
+}
+
+/// What this process does before it first enters: the callbacks that leave, and receiving
+/// the reclaimers' barriers where the server offers them.
+#[cold]
+fn first_entry() {
+    CALLBACKS.store(true, Ordering::Relaxed);
+    // SAFETY: registered once per process; the callbacks live as long as it.
+    unsafe {
+        pg_sys::RegisterXactCallback(Some(at_transaction_end), null_mut());
+        pg_sys::before_shmem_exit(Some(at_exit), pg_sys::Datum::from(0));
+    }
+    let receives = BARRIERS.load(Ordering::Relaxed) && membarrier::register();
+    RECEIVES_BARRIERS.store(receives, Ordering::Relaxed);
+}
+
+#[cold]
+fn no_entry() -> ! {
+    error(
+        Code::ERRCODE_INTERNAL_ERROR,
+        "this process has no entry among the snowflake_id epochs",
+    )
+    .raise()
 }
 
 /// Enters the current epoch again, if the caller's is this backend's only pin: slots evicted
@@ -367,7 +403,7 @@ fn enter() {
 pub fn refresh_epoch() {
     if PINS.load(Ordering::Relaxed) == 1 && ENTERED.load(Ordering::Relaxed) {
         if let (Some(epochs), Some(me)) = (epochs(), my_entry()) {
-            epochs.enter(me);
+            enter_at(&epochs, me);
         }
     }
 }
