@@ -1,3 +1,4 @@
+\getenv abs_srcdir PG_ABS_SRCDIR
 -- Two servers with one snowflake.node_id (or gdid.authority) are noticed where their values
 -- meet: in the logical replication apply workers of a server that receives them (cluster
 -- tests detection.sh, active_active_*.sh). Here a session plays the apply worker: a
@@ -96,7 +97,8 @@ SHOW snowflake.refuse_shared_node;
 SELECT snowflake_next('conflicts') > 0 AS generates;
 ALTER SYSTEM SET snowflake.refuse_shared_node = on;
 SELECT pg_reload_conf();
-SELECT pg_sleep(0.5);
+\set await 'current_setting(''snowflake.refuse_shared_node'') = ''on'''
+\i :abs_srcdir/sql/await.psql
 SELECT snowflake_next('conflicts');
 \echo :LAST_ERROR_SQLSTATE
 SELECT gdid_next('conflicts', 'g');
@@ -105,7 +107,8 @@ SELECT * FROM snowflake_next_batch('conflicts', 2);
 \echo :LAST_ERROR_SQLSTATE
 ALTER SYSTEM RESET snowflake.refuse_shared_node;
 SELECT pg_reload_conf();
-SELECT pg_sleep(0.5);
+\set await 'current_setting(''snowflake.refuse_shared_node'') = ''off'''
+\i :abs_srcdir/sql/await.psql
 SELECT snowflake_next('conflicts') > 0 AS generates_again;
 ALTER SYSTEM SET snowflake.refuse_shared_node = 'maybe';
 \echo :LAST_ERROR_SQLSTATE

@@ -1,10 +1,12 @@
+\getenv abs_srcdir PG_ABS_SRCDIR
 -- Limits: how far a sequence may run ahead of the wall clock, and how many sequences
 -- shared memory holds. Runs last: it fills the sequence table.
 
 -- snowflake.max_clock_ahead bounds the logical clock. Lower it to 100 ms for this test.
 ALTER SYSTEM SET snowflake.max_clock_ahead = '100ms';
 SELECT pg_reload_conf();
-SELECT pg_sleep(0.5);
+\set await 'current_setting(''snowflake.max_clock_ahead'') = ''100ms'''
+\i :abs_srcdir/sql/await.psql
 SHOW snowflake.max_clock_ahead;
 
 -- 90 ms worth of IDs (4096 a millisecond) puts the sequence about 90 ms ahead. The next
@@ -21,7 +23,8 @@ SELECT issued FROM snowflake_sequences WHERE name = 'ahead_far';
 
 ALTER SYSTEM RESET snowflake.max_clock_ahead;
 SELECT pg_reload_conf();
-SELECT pg_sleep(0.5);
+\set await 'current_setting(''snowflake.max_clock_ahead'') = ''10s'''
+\i :abs_srcdir/sql/await.psql
 SHOW snowflake.max_clock_ahead;
 
 -- snowflake.max_sequences_per_database is obsolete (sequences are relations of their

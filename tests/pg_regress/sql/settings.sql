@@ -1,3 +1,4 @@
+\getenv abs_srcdir PG_ABS_SRCDIR
 -- Configuration. The layout settings and the node number are fixed at server start; the
 -- run-ahead bound can be changed by a superuser with ALTER SYSTEM and a reload; gdid.authority
 -- by a superuser, even in a session. snowflake.node_id and gdid.authority have no default:
@@ -124,12 +125,14 @@ ALTER SYSTEM RESET snowflake.node_id;
 -- always stamps the same one: a reload leaves it, and says a restart is pending.
 ALTER SYSTEM SET snowflake.node_id = 1023;
 SELECT pg_reload_conf();
-SELECT pg_sleep(0.5);
+\set await '(SELECT pending_restart FROM pg_settings WHERE name = ''snowflake.node_id'')'
+\i :abs_srcdir/sql/await.psql
 SELECT setting, pending_restart FROM pg_settings WHERE name = 'snowflake.node_id';
 SELECT snowflake_node(snowflake_next('orders')) AS node;
 ALTER SYSTEM RESET snowflake.node_id;
 SELECT pg_reload_conf();
-SELECT pg_sleep(0.5);
+\set await '(SELECT NOT pending_restart FROM pg_settings WHERE name = ''snowflake.node_id'')'
+\i :abs_srcdir/sql/await.psql
 SELECT setting, pending_restart FROM pg_settings WHERE name = 'snowflake.node_id';
 DROP SEQUENCE snowflake.user_seq;
 DROP ROLE snowflake_user;
