@@ -261,18 +261,34 @@ struct FormPgSequence {
 
 /// MINVALUE, MAXVALUE and INCREMENT of sequence `relid`, from `pg_sequence`.
 fn sequence_bounds(relid: Oid) -> Option<(i64, i64, i64)> {
-    // SAFETY: a syscache lookup; a pg_sequence row is a FormData_pg_sequence, read before
-    // the tuple is released.
+    // SAFETY: a pg_sequence row is a FormPgSequence.
     unsafe {
-        let tuple = pg_sys::SearchSysCache1(
-            pg_sys::SysCacheIdentifier::SEQRELID as _,
-            pg_sys::Datum::from(relid),
-        );
+        cached_row(
+            pg_sys::SysCacheIdentifier::SEQRELID,
+            relid,
+            |f: &FormPgSequence| (f.seqmin, f.seqmax, f.seqincrement),
+        )
+    }
+}
+
+/// What `read` takes from the fixed part of the row that syscache `cache` holds for `key`,
+/// if it holds one; the tuple is released before returning.
+///
+/// # Safety
+/// `T` is the fixed part of the catalog that `cache` caches.
+pub unsafe fn cached_row<T, R>(
+    cache: pg_sys::SysCacheIdentifier::Type,
+    key: Oid,
+    read: impl FnOnce(&T) -> R,
+) -> Option<R> {
+    // SAFETY: a syscache lookup and release; the caller's contract makes the tuple's fixed
+    // part a T, read while the tuple is pinned.
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(cache as _, pg_sys::Datum::from(key));
         if tuple.is_null() {
             return None;
         }
-        let form = getstruct::<FormPgSequence>(tuple);
-        let r = ((*form).seqmin, (*form).seqmax, (*form).seqincrement);
+        let r = read(&*getstruct::<T>(tuple));
         pg_sys::ReleaseSysCache(tuple);
         Some(r)
     }

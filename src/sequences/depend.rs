@@ -5,7 +5,7 @@
 use pgrx::pg_sys::{self, Oid};
 
 use crate::pg::pgcompat;
-use crate::sequences::catalog::getstruct;
+use crate::sequences::catalog::{self, getstruct};
 
 // Fixed OIDs that pgrx's bindings leave out (catalog/pg_attrdef.h, pg_depend.h, pg_type.h).
 pub const ATTR_DEFAULT_RELATION_ID: Oid = Oid::from_u32(2604);
@@ -181,18 +181,13 @@ fn owner_vouches(table: Oid, domain: Oid, seq: Oid) -> bool {
 
 /// The owner of relation `relid`, if it exists.
 fn relation_owner(relid: Oid) -> Option<Oid> {
-    // SAFETY: a syscache lookup, the tuple released before returning.
+    // SAFETY: a pg_class row is a FormData_pg_class.
     unsafe {
-        let tuple = pg_sys::SearchSysCache1(
-            pg_sys::SysCacheIdentifier::RELOID as _,
-            pg_sys::Datum::from(relid),
-        );
-        if tuple.is_null() {
-            return None;
-        }
-        let owner = (*getstruct::<pg_sys::FormData_pg_class>(tuple)).relowner;
-        pg_sys::ReleaseSysCache(tuple);
-        Some(owner)
+        catalog::cached_row(
+            pg_sys::SysCacheIdentifier::RELOID,
+            relid,
+            |c: &pg_sys::FormData_pg_class| c.relowner,
+        )
     }
 }
 

@@ -99,18 +99,17 @@ fn columns(seq: Oid) -> Vec<(Oid, i16)> {
 /// which the fallback does not protect either (docs/how-it-works.md, "The fallback", says
 /// both). The calling session's own temporary tables are read as any table.
 fn another_sessions_temporary(rel: Oid) -> bool {
-    // SAFETY: a syscache lookup, the tuple released before returning; isOtherTempNamespace
-    // only compares with this backend's temporary namespaces and reads pg_namespace's cache.
+    // SAFETY: a pg_class row is a FormData_pg_class; isOtherTempNamespace only compares with
+    // this backend's temporary namespaces and reads pg_namespace's cache.
     unsafe {
-        let tuple =
-            pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::RELOID as _, Datum::from(rel));
-        if tuple.is_null() {
+        let Some((persistence, namespace)) = catalog::cached_row(
+            pg_sys::SysCacheIdentifier::RELOID,
+            rel,
+            |c: &pg_sys::FormData_pg_class| (c.relpersistence as u8, c.relnamespace),
+        ) else {
             // Gone: try_relation_open finds nothing either.
             return false;
-        }
-        let form = catalog::getstruct::<pg_sys::FormData_pg_class>(tuple);
-        let (persistence, namespace) = ((*form).relpersistence as u8, (*form).relnamespace);
-        pg_sys::ReleaseSysCache(tuple);
+        };
         persistence == pg_sys::RELPERSISTENCE_TEMP && pg_sys::isOtherTempNamespace(namespace)
     }
 }
