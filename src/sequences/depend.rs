@@ -4,8 +4,9 @@
 
 use pgrx::pg_sys::{self, Oid};
 
-use crate::pg::pgcompat;
+use crate::pg::{errors, pgcompat};
 use crate::sequences::catalog::{self, getstruct};
+use crate::sequences::naming;
 
 // Fixed OIDs that pgrx's bindings leave out (catalog/pg_attrdef.h, pg_depend.h, pg_type.h).
 pub const ATTR_DEFAULT_RELATION_ID: Oid = Oid::from_u32(2604);
@@ -123,17 +124,9 @@ pub struct Column {
 /// must neither let it generate (a role may generate through the DEFAULT of a table it may
 /// insert into, see `privileges`) nor move the sequence's fallback.
 pub fn default_columns(seq: Oid) -> Vec<Column> {
-    let mut columns = Vec::new();
-    let mut domains = Vec::new();
-    for d in dependents(pg_sys::RelationRelationId, seq) {
-        if d.classid == ATTR_DEFAULT_RELATION_ID {
-            if let Some(c) = column_of_default(d.objid) {
-                columns.push(c);
-            }
-        } else if d.classid == pg_sys::TypeRelationId {
-            domains.push((d.objid, d.objid));
-        }
-    }
+    let (defaults, naming_domains) = naming_dependents(seq);
+    let mut columns: Vec<Column> = defaults.into_iter().filter_map(column_of_default).collect();
+    let mut domains: Vec<(Oid, Oid)> = naming_domains.into_iter().map(|d| (d, d)).collect();
     // Domains over domains, each with the domain whose DEFAULT names the sequence: bounded,
     // since a type cannot be its own base.
     let mut seen = Vec::new();
@@ -157,6 +150,26 @@ pub fn default_columns(seq: Oid) -> Vec<Column> {
         }
     }
     columns
+}
+
+/// The column DEFAULTs and the domains whose DEFAULT names sequence `seq` (see `naming`).
+/// Not every dependent does: PostgreSQL records the same dependency for any expression that
+/// holds the sequence as a `regclass` constant, which takes no privilege on it, so a role
+/// could otherwise make its own column count as one of the sequence's.
+pub fn naming_dependents(seq: Oid) -> (Vec<Oid>, Vec<Oid>) {
+    let (mut defaults, mut domains) = (Vec::new(), Vec::new());
+    for d in dependents(pg_sys::RelationRelationId, seq) {
+        if d.classid == ATTR_DEFAULT_RELATION_ID {
+            if naming::column_default(d.objid).is_some_and(|tree| naming::names(&tree, seq)) {
+                defaults.push(d.objid);
+            }
+        } else if d.classid == pg_sys::TypeRelationId
+            && naming::domain_default(d.objid).is_some_and(|tree| naming::names(&tree, seq))
+        {
+            domains.push(d.objid);
+        }
+    }
+    (defaults, domains)
 }
 
 /// Whether the owner of `table` vouches for the DEFAULT of domain `domain`, which names
@@ -194,7 +207,7 @@ fn relation_owner(relid: Oid) -> Option<Oid> {
 /// The column whose DEFAULT is `attrdef`.
 pub fn column_of_default(attrdef: Oid) -> Option<Column> {
     // SAFETY: a catalog lookup; InvalidOid for a default that no longer exists.
-    let address = unsafe { GetAttrDefaultColumnAddress(attrdef) };
+    let address = unsafe { errors::guarded(|| GetAttrDefaultColumnAddress(attrdef)) };
     (address.objectId != pg_sys::InvalidOid).then_some(Column {
         table: address.objectId,
         attnum: address.objectSubId as i16,
@@ -203,7 +216,7 @@ pub fn column_of_default(attrdef: Oid) -> Option<Column> {
 
 fn has_own_default(table: Oid, attnum: i16) -> bool {
     // SAFETY: a catalog lookup by column; InvalidOid when the column has no default.
-    unsafe { GetAttrDefaultOid(table, attnum) != pg_sys::InvalidOid }
+    unsafe { errors::guarded(|| GetAttrDefaultOid(table, attnum)) != pg_sys::InvalidOid }
 }
 
 /// Records that `depender` (a column default or a domain) depends on sequence relation

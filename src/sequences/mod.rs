@@ -4,7 +4,7 @@
 //! generating needs between two lease extensions (`registry`, `shmem`). A name is resolved
 //! to its relation and its cache entry once per call site and transaction (`resolve`,
 //! `callsite`), with PostgreSQL's privileges on the relation (`privileges`), and the column
-//! defaults that name it are recorded as its dependents (`depend`, `defaults`).
+//! defaults that name it (`naming`) are recorded as its dependents (`depend`, `defaults`).
 
 pub mod callsite;
 pub mod catalog;
@@ -16,6 +16,7 @@ pub mod durable;
 pub mod fallback;
 pub mod lifecycle;
 pub mod lookup;
+pub mod naming;
 pub mod prerequisites;
 pub mod privileges;
 pub mod resolve;

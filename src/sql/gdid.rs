@@ -16,8 +16,9 @@ use crate::core::lease;
 use crate::core::sightings::What;
 use crate::core::wallclock;
 use crate::pg::errors::{error, Code, PgError};
+use crate::sequences::fallback::{self, fallback_of, Missed};
 use crate::sequences::resolve::{resolve, Purpose, Resolved};
-use crate::sequences::{callsite, catalog, durable, fallback, lifecycle, privileges};
+use crate::sequences::{callsite, catalog, durable, lifecycle, privileges};
 use crate::sql::fmgr::{self, Call};
 use crate::sql::gdid_datum::palloc;
 use crate::sql::sqlfn::sql_functions;
@@ -249,6 +250,7 @@ fn next(call: Call<'_>) -> Gdid {
     // Read-only first: a standby has no claim, and says so with 25006.
     prerequisites::require_may_generate("gdid_next()", What::Authority);
     let (authority, era, check) = node::gdid_authority();
+    let mut looked = None;
     loop {
         let r = callsite::resolved(
             call,
@@ -257,15 +259,23 @@ fn next(call: Call<'_>) -> Gdid {
         );
         // Pinned after resolving, which may wait: see `shmem::refresh_epoch`.
         let registry = lookup::registry();
-        if let Some(t) = registry
+        match registry
             .seq::<GdidState>(r.at)
-            .and_then(|seq| take(seq, &r, authority, era, 1))
+            .ok_or(Missed::Evicted)
+            .and_then(|seq| take(seq, &r, authority, era, 1, fallback_of(looked, &r)))
         {
-            // The take may have waited: the authority must still be this server's.
-            check.confirm();
-            return Gdid::from_parts(t.era, authority, t.first);
+            Ok(t) => {
+                // The take may have waited: the authority must still be this server's.
+                check.confirm();
+                return Gdid::from_parts(t.era, authority, t.first);
+            }
+            // Evicted from the cache since the call site resolved it: resolve again.
+            Err(Missed::Evicted) => {}
+            Err(Missed::Fallback) => {
+                drop(registry);
+                looked = Some((r.relid, fallback::gdid_floor(r.relid, authority)));
+            }
         }
-        // Evicted from the cache since the call site resolved it: resolve again.
     }
 }
 
@@ -284,8 +294,10 @@ fn load(seq: GdidSeq<'_>, r: &Resolved) {
     }
 }
 
-/// `n` consecutive counters, the lease extended (or the era moved on) as needed; `None` if
-/// the sequence left the cache meanwhile.
+/// `n` consecutive counters, the lease extended (or the era moved on) as needed. A fresh
+/// sequence (its relation holds no lease yet) continues above the gdids of this authority
+/// already stored in its columns: `looked`, the fallback, must have been looked for (see
+/// [`Missed::Fallback`]).
 ///
 /// Under a claimed authority (`claimed_era`), every gdid is of the claim's era: the registry
 /// gives each new holder of an authority an era above every era earlier holders used, so that
@@ -297,12 +309,13 @@ fn take(
     authority: u8,
     claimed_era: Option<u32>,
     n: u64,
-) -> Option<Taken> {
+    looked: Option<Option<lease::Lease>>,
+) -> Result<Taken, Missed> {
     loop {
         let need = match seq.try_take(n) {
             Ok(t) => match claimed_era {
-                None => return Some(t),
-                Some(era) if t.era == era => return Some(t),
+                None => return Ok(t),
+                Some(era) if t.era == era => return Ok(t),
                 Some(era) if t.era > era => error(
                     Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
                     format!(
@@ -327,7 +340,7 @@ fn take(
                     // skipped.
                     let _lock = durable::lock_extensions(r.key.hash());
                     if !seq.is_current() {
-                        return None;
+                        return Err(Missed::Evicted);
                     }
                     load(seq, r);
                     seq.raise_position(lease::Lease { era, end: 1 });
@@ -336,16 +349,15 @@ fn take(
             },
             Err(need) => need,
         };
-        // A fresh sequence (its relation holds no lease yet) continues above the gdids of this
-        // authority already stored in its columns (see `fallback`): looked for before the
-        // lock, since reading an index may wait for a lock of its own.
         let fresh = seq.lease() == lease::Lease::default() && durable::read(r.relid).is_none();
-        let floor = fresh
-            .then(|| fallback::gdid_floor(r.relid, authority))
-            .flatten();
+        let floor = if fresh {
+            looked.ok_or(Missed::Fallback)?
+        } else {
+            None
+        };
         let _lock = durable::lock_extensions(r.key.hash());
         if !seq.is_current() {
-            return None;
+            return Err(Missed::Evicted);
         }
         if durable::read(r.relid).is_none() {
             if let Some(f) = floor {
@@ -418,16 +430,23 @@ fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
             let n = prerequisites::count_argument(n, "block");
             prerequisites::require_may_generate("gdid_next_block()", What::Authority);
             let (authority, era, check) = node::gdid_authority();
+            let mut looked = None;
             let t = loop {
                 let r = resolved(scope, sequence, Purpose::Generate);
                 let registry = lookup::registry();
-                if let Some(t) = registry
+                match registry
                     .seq::<GdidState>(r.at)
-                    .and_then(|seq| take(seq, &r, authority, era, n))
+                    .ok_or(Missed::Evicted)
+                    .and_then(|seq| take(seq, &r, authority, era, n, fallback_of(looked, &r)))
                 {
-                    break t;
+                    Ok(t) => break t,
+                    // Evicted meanwhile: resolve again.
+                    Err(Missed::Evicted) => {}
+                    Err(Missed::Fallback) => {
+                        drop(registry);
+                        looked = Some((r.relid, fallback::gdid_floor(r.relid, authority)));
+                    }
                 }
-                // Evicted meanwhile: resolve again.
             };
             check.confirm();
             Block {

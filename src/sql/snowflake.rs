@@ -13,8 +13,9 @@ use crate::core::snowflake::handle::{Miss, SnowflakeSeq, SnowflakeState};
 use crate::core::snowflake::layout::{preset, preset_names, Layout, Parts};
 use crate::core::wallclock;
 use crate::pg::errors::{error, Clipped, Code};
+use crate::sequences::fallback::{self, fallback_of, Missed};
 use crate::sequences::resolve::{resolve, Purpose, Resolved};
-use crate::sequences::{callsite, catalog, durable, fallback, lifecycle, privileges};
+use crate::sequences::{callsite, catalog, durable, lifecycle, privileges};
 use crate::sql::fmgr::{self, Call};
 use crate::sql::sqlfn::sql_functions;
 use crate::{
@@ -153,6 +154,7 @@ fn next(call: Call<'_>) -> i64 {
     // Read-only first: a standby has no claim, and says so with 25006.
     prerequisites::require_may_generate("snowflake_next()", What::Node);
     let (node, check) = node::node_id(server);
+    let mut looked = None;
     loop {
         let r = callsite::resolved(
             call,
@@ -161,16 +163,38 @@ fn next(call: Call<'_>) -> i64 {
         );
         // Pinned after resolving, which may wait: see `shmem::refresh_epoch`.
         let registry = lookup::registry();
-        if let Some(t) = registry
+        match registry
             .seq::<SnowflakeState>(r.at)
-            .and_then(|seq| reserve(&server.layout, node, seq, &r, 1))
+            .ok_or(Missed::Evicted)
+            .and_then(|seq| reserve(&server.layout, seq, &r, 1, fallback_of(looked, &r)))
         {
-            // The reservation may have waited: the number must still be this server's.
-            check.confirm();
-            return server.layout.id_of_tick(t.first, node) as i64;
+            Ok(t) => {
+                // The reservation may have waited: the number must still be this server's.
+                check.confirm();
+                return server.layout.id_of_tick(t.first, node) as i64;
+            }
+            // Evicted from the cache since the call site resolved it: resolve again.
+            Err(Missed::Evicted) => {}
+            Err(Missed::Fallback) => {
+                drop(registry);
+                looked = Some((r.relid, look_for_fallback(&server.layout, node, &r)));
+            }
         }
-        // Evicted from the cache since the call site resolved it: resolve again.
     }
+}
+
+/// The first millisecond above this node's stored keys in the columns of fresh sequence `r`
+/// (see `fallback`), looked for from a second before the clock; outside the cache's epoch.
+fn look_for_fallback(layout: &Layout, node: u32, r: &Resolved) -> Option<u64> {
+    let now = layout
+        .ms_since_epoch(wallclock::precise_unix_ms())
+        .unwrap_or(0);
+    fallback::snowflake_floor(
+        r.relid,
+        layout,
+        node,
+        now.saturating_sub(FALLBACK_MARGIN_MS),
+    )
 }
 
 /// The state of a batch being returned: the ticks still to hand out.
@@ -190,16 +214,23 @@ fn next_batch(call: Call<'_>, name: &[u8], n: i32) -> Datum {
             let server = lookup::server();
             prerequisites::require_may_generate("snowflake_next_batch()", What::Node);
             let (node, check) = node::node_id(server);
+            let mut looked = None;
             let t = loop {
                 let r = resolved(name, &server.layout);
                 let registry = lookup::registry();
-                if let Some(t) = registry
+                match registry
                     .seq::<SnowflakeState>(r.at)
-                    .and_then(|seq| reserve(&server.layout, node, seq, &r, n))
+                    .ok_or(Missed::Evicted)
+                    .and_then(|seq| reserve(&server.layout, seq, &r, n, fallback_of(looked, &r)))
                 {
-                    break t;
+                    Ok(t) => break t,
+                    // Evicted meanwhile: resolve again.
+                    Err(Missed::Evicted) => {}
+                    Err(Missed::Fallback) => {
+                        drop(registry);
+                        looked = Some((r.relid, look_for_fallback(&server.layout, node, &r)));
+                    }
                 }
-                // Evicted meanwhile: resolve again.
             };
             check.confirm();
             Batch {
@@ -220,24 +251,23 @@ fn next_batch(call: Call<'_>, name: &[u8], n: i32) -> Datum {
 }
 
 /// Reserves `n` ticks, extending the lease when needed and waiting briefly when the sequence
-/// has run too far ahead of the clock; `None` if the sequence left the cache meanwhile.
+/// has run too far ahead of the clock. `looked`: the fallback, once looked for (see
+/// [`Missed::Fallback`]).
 fn reserve(
     layout: &Layout,
-    node: u32,
     seq: SnowflakeSeq<'_>,
     r: &Resolved,
     n: u64,
-) -> Option<Reservation> {
+    looked: Option<Option<u64>>,
+) -> Result<Reservation, Missed> {
     let max_ahead_ms = node::max_clock_ahead_ms(lookup::server());
     let mut waited_ms = 0;
     loop {
         let bounds = seq.bounds(layout, max_ahead_ms);
         let refusal = match seq.try_reserve(layout, n, &bounds) {
-            Ok(res) => return Some(res),
+            Ok(res) => return Ok(res),
             Err(Miss::Refused(Refusal::LeaseNeeded { last })) => {
-                if !extend_lease(layout, node, seq, r, &bounds, last) {
-                    return None;
-                }
+                extend_lease(layout, seq, r, &bounds, last, looked)?;
                 continue;
             }
             Err(Miss::Refused(refusal)) => refusal,
@@ -252,7 +282,7 @@ fn reserve(
             .raise(),
         };
         if !seq.is_current() {
-            return None; // evicted: refused because its lease is gone with it
+            return Err(Missed::Evicted); // refused because its lease is gone with it
         }
         match clock::wait_before_retry(refusal, &bounds, MAX_WAIT_MS - waited_ms) {
             Some(ms) => {
@@ -268,38 +298,28 @@ fn reserve(
 }
 
 /// Makes a lease covering tick `last` durable in the sequence's relation, unless another
-/// backend did meanwhile, then publishes it. False if the sequence left the cache meanwhile
-/// (its new entry reads the relation again).
+/// backend did meanwhile, then publishes it. A fresh sequence (its relation holds no lease
+/// yet) starts above the keys of this node already stored in its columns: `looked`, the
+/// fallback, must have been looked for (see [`Missed::Fallback`]).
 fn extend_lease(
     layout: &Layout,
-    node: u32,
     seq: SnowflakeSeq<'_>,
     r: &Resolved,
     bounds: &Bounds,
     last: u64,
-) -> bool {
-    // A fresh sequence (its relation holds no lease yet) starts above the keys of this node
-    // already stored in its columns (see `fallback`): looked for before the lock, since
-    // reading an index may wait for a lock of its own.
-    let floor = (seq.lease().end == 0 && durable::read(r.relid).is_none())
-        .then(|| {
-            let now = layout
-                .ms_since_epoch(wallclock::precise_unix_ms())
-                .unwrap_or(0);
-            fallback::snowflake_floor(
-                r.relid,
-                layout,
-                node,
-                now.saturating_sub(FALLBACK_MARGIN_MS),
-            )
-        })
-        .flatten();
+    looked: Option<Option<u64>>,
+) -> Result<(), Missed> {
+    let floor = if seq.lease().end == 0 && durable::read(r.relid).is_none() {
+        looked.ok_or(Missed::Fallback)?
+    } else {
+        None
+    };
     let _lock = durable::lock_extensions(r.key.hash());
     if !seq.is_current() {
-        return false;
+        return Err(Missed::Evicted);
     }
     if !seq.needs_lease_for(last) {
-        return true;
+        return Ok(());
     }
     // The relation's lease is never below this entry's: an earlier entry of the sequence
     // (since evicted) or a setval may have moved it on.
@@ -323,7 +343,7 @@ fn extend_lease(
     durable::write_and_flush(r.relid, lease::snowflake_to_value(layout.epoch_ms, end));
     seq.publish_lease(end);
     seq.slot().touch(now_unix_ms);
-    true
+    Ok(())
 }
 
 fn refuse(refusal: Refusal, bounds: &Bounds, r: &Resolved, n: u64) -> ! {

@@ -127,4 +127,24 @@ lives=$(sql "$db" "SELECT count(DISTINCT g_rel) || ' gdid and ' || count(DISTINC
 records=$("$PG_BINDIR/pg_waldump" -p "$db/data/pg_wal" -s "$lsn0" -e "$lsn1" -r Sequence 2>/dev/null | grep -c 'rmgr: Sequence' || true)
 ahead=$(sql "$db" "SELECT round(extract(epoch FROM max(snowflake_timestamp(id) - at))::numeric, 2) FROM ($rows) r")
 echo "figures: $((8 * ROWS)) rows in $took s by 4 sessions, one transaction each, through a cache of $(sql "$db" "SHOW snowflake.max_sequences") for 64 names, while $((2 * DROPS)) drops went by ($lives relations of the dropped names used); none repeated; $records WAL records of sequences (lease extensions and entries into the cache); snowflake IDs at most $ahead s ahead of the clock"
+# A first use that waits for a table's lock (the fallback of a fresh sequence reads the index
+# of its column) waits outside the cache's epoch: meanwhile another session enters 64 new
+# names, four times the cache, each evicting one (a waiting backend kept inside the epoch kept
+# every evicted entry from reuse: 53400 for everyone).
+pg_psql "$db" -d postgres -qc "CREATE TABLE locked (id bigint PRIMARY KEY DEFAULT snowflake_next('locked_fresh'))"
+open_session locker "$db"
+send locker "BEGIN; LOCK TABLE locked IN ACCESS EXCLUSIVE MODE; SELECT 'locked';"
+wait_until 10 "the lock" grep -q '^locked' "$CLUSTER_ROOT/locker.out"
+open_session waiter "$db"
+send waiter "SELECT 'first ' || snowflake_next('locked_fresh');"
+wait_until 10 "the first use to wait for the lock" sql_is "$db" \
+    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%locked_fresh%'" 1
+session "$db" -c "SELECT count(snowflake_next('during_wait_' || g)) FROM generate_series(1, 64) g" >/dev/null ||
+    fail "new names failed while a first use waited for a lock"
+grep -q '^first ' "$CLUSTER_ROOT/waiter.out" && fail "the first use did not wait for the lock"
+send locker "COMMIT;"
+wait_until 20 "the first use after the lock" grep -q '^first ' "$CLUSTER_ROOT/waiter.out"
+close_session locker
+close_session waiter
+echo "ok: 64 new names entered the cache of 16 while a first use waited for a table's lock"
 echo "cache: ok"

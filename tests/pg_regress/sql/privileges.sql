@@ -85,12 +85,36 @@ RESET ROLE;
 SET ROLE pv_owner;
 SELECT snowflake_timestamp(snowflake_next('pv_fresh')) < now() + interval '1 hour' AS not_moved;
 SELECT gdid_next('pv', 'fresh') < '1:0:0'::gdid AS not_moved;
+-- Neither does a DEFAULT that only holds the sequence as a regclass constant: PostgreSQL
+-- records its dependency on the sequence as well, but writing it took no privilege on it.
+CREATE TABLE pv_owned2 (id bigint PRIMARY KEY DEFAULT snowflake_next('pv_fresh2'));
+RESET ROLE;
+SET ROLE pv_stranger;
+CREATE TABLE pv_regclass (id bigint PRIMARY KEY
+    DEFAULT (CASE WHEN 'snowflake.pv_fresh2'::regclass IS NULL THEN 0 END));
+INSERT INTO pv_regclass VALUES (snowflake_from_timestamp('2090-01-01+00') + (5 << 12));
+SELECT snowflake_next('pv_fresh2');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+SET ROLE pv_owner;
+INSERT INTO pv_owned2 DEFAULT VALUES RETURNING snowflake_timestamp(id) < now() + interval '1 hour' AS not_moved;
+-- Nor does such a DEFAULT keep the sequence's owner from renaming it, as one that generates
+-- from it does (2BP01).
+SELECT snowflake_next('pv_solo') > 0 AS generated;
+RESET ROLE;
+SET ROLE pv_stranger;
+CREATE TABLE pv_regclass2 (x int DEFAULT (CASE WHEN 'snowflake.pv_solo'::regclass IS NULL THEN 0 END));
+RESET ROLE;
+SET ROLE pv_owner;
+ALTER SEQUENCE snowflake.pv_solo RENAME TO pv_solo2;
+ALTER SEQUENCE snowflake.pv_fresh2 RENAME TO pv_fresh2b;
+\echo :LAST_ERROR_SQLSTATE
 -- Its owner's own table counts, as a column's own DEFAULT does.
 CREATE TABLE pv_owned (id pv_fresh_dom PRIMARY KEY);
 INSERT INTO pv_owned DEFAULT VALUES;
 RESET ROLE;
 SELECT count(*) AS inserted FROM pv_owned;
-DROP TABLE pv_theirs, pv_owned;
+DROP TABLE pv_theirs, pv_owned, pv_owned2, pv_regclass, pv_regclass2;
 
 -- Moving a sequence on takes UPDATE on it, as setval does; dropping it takes owning it, as
 -- DROP SEQUENCE does.
