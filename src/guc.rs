@@ -601,6 +601,22 @@ unsafe extern "C-unwind" fn check_authority(
         );
         return false;
     }
+    // The other way round: a server claims only what it was started with (the claim worker
+    // starts with the server), so auto set later would leave it without an authority. Kept
+    // for the next start, as a setting that needs a restart is.
+    if server().is_some() && !claims && auto {
+        set_check_detail(
+            "gdid.authority = auto takes effect at the next start: this server was started with \
+             a number, and claims from snowflake.registry only what it starts with.",
+        );
+        // SAFETY: sets the SQLSTATE the GUC machinery reports right after the hook.
+        unsafe {
+            pg_sys::GUC_check_errcode(
+                pgrx::PgSqlErrorCode::ERRCODE_CANT_CHANGE_RUNTIME_PARAM as std::ffi::c_int,
+            )
+        };
+        return false;
+    }
     true
 }
 

@@ -5,7 +5,7 @@
 //! server that inserted the row made it. Such rows arriving through logical replication fire
 //! `snowflake_arrival_trigger()` (`arrivals`; `watch` gives every such table the trigger),
 //! which counts each value's node number or authority per replication origin, adding to the
-//! shared [`Sightings`] at most every [`FLUSH_MS`]. When a count shows a conflict, the worker
+//! shared [`Sightings`] when its transaction commits (that it was seen, at once).  When a count shows a conflict, the worker
 //! writes a WARNING (again every ten minutes while it lasts) and, for this server's own
 //! number, sets the flag that `snowflake.refuse_shared_node` acts on.
 //!
@@ -28,22 +28,33 @@ use crate::core::sightings::{Conflict, Key, Own, What, FLUSH_MS, THIS_SERVER};
 use crate::core::wallclock;
 use crate::{guc, pg::shmem};
 
-/// How many runs a worker keeps counting at once before adding the oldest to the table.
+/// How many runs a worker keeps timing at once (see [`count`]).
 const MAX_PENDING: usize = 8;
 
-/// The values of the current run of one (what, value, origin), not yet in the shared table.
+/// The current run of one (what, value, origin): when its sighting last reached the shared
+/// table.
 struct Pending {
     key: Key,
-    rows: u64,
     since_ms: i64,
 }
 
-/// Process-local state of an apply worker: its current runs, whether its origin (one per
-/// worker) is counted at all, and whether its transactions flush the runs when they commit.
+/// Values of one key counted by the current transaction at one subtransaction nesting level:
+/// they reach the shared table when the transaction commits, and go if it (or that
+/// subtransaction) rolls back.
+struct Uncommitted {
+    key: Key,
+    level: i32,
+    rows: u64,
+}
+
+/// Process-local state of an apply worker: its current runs, what its transaction counted,
+/// whether its origin (one per worker) is counted at all, and whether its transaction
+/// callbacks are registered.
 struct Worker {
     pending: Vec<Pending>,
+    uncommitted: Vec<Uncommitted>,
     origin: Option<(u16, bool)>,
-    flushes_at_commit: bool,
+    callbacks: bool,
 }
 
 /// The one [`Worker`] of this process.
@@ -54,8 +65,9 @@ unsafe impl Sync for ThisProcess {}
 
 static WORKER: ThisProcess = ThisProcess(UnsafeCell::new(Worker {
     pending: Vec::new(),
+    uncommitted: Vec::new(),
     origin: None,
-    flushes_at_commit: false,
+    callbacks: false,
 }));
 
 /// The replication origin of this session's changes: a subscription's, in an apply worker.
@@ -86,89 +98,135 @@ pub(crate) fn counted_origin() -> Option<u16> {
     }
 }
 
-/// One value with `what` = `value` arrived through `origin` (a counted one).
+/// One value with `what` = `value` arrived through `origin` (a counted one). It is counted
+/// when its transaction commits; the sighting (which servers' values meet, and so a conflict)
+/// reaches the shared table at once for the first value of a run, then at most every
+/// [`FLUSH_MS`], so that a conflict shows within a run, however long its transaction.
 fn count(what: What, value: u16, origin: u16) {
-    // SAFETY: WORKER is only touched by this process's one thread, here, never reentrantly
-    // (nothing below calls back into count).
-    let worker = unsafe { &mut *WORKER.0.get() };
     let key = Key {
         what,
         value,
         origin,
     };
-    let now = wallclock::coarse_unix_ms();
-    // A row carries a node number and an authority, each a run of its own: one pending run
-    // per key, so that values of alternating keys do not flush at every value.
-    if let Some(i) = worker.pending.iter().position(|p| p.key == key) {
-        let p = &mut worker.pending[i];
-        if now - p.since_ms < FLUSH_MS {
-            p.rows += 1;
-            return;
+    // SAFETY: a plain read of transaction state.
+    let level = unsafe { pg_sys::GetCurrentTransactionNestLevel() };
+    // SAFETY: WORKER is only touched by this process's one thread, here, never reentrantly
+    // (nothing below calls back into count); the borrow ends before flush.
+    let worker = unsafe { &mut *WORKER.0.get() };
+    if !worker.callbacks {
+        worker.callbacks = true;
+        // SAFETY: registers callbacks with PostgreSQL for the rest of this process's life,
+        // once; the function pointers are 'static.
+        unsafe {
+            pg_sys::RegisterXactCallback(Some(at_transaction_end), std::ptr::null_mut());
+            pg_sys::RegisterSubXactCallback(Some(at_subtransaction_end), std::ptr::null_mut());
         }
-        let p = worker.pending.swap_remove(i);
-        flush(&p, now);
-    } else if worker.pending.len() == MAX_PENDING {
-        let p = worker.pending.swap_remove(0);
-        flush(&p, now);
     }
-    // The first value of a run goes to the table at once, so a conflict shows within a run.
-    let p = Pending {
-        key,
-        rows: 1,
-        since_ms: now,
-    };
-    flush(&p, now);
-    worker.pending.push(Pending { rows: 0, ..p });
-    if !worker.flushes_at_commit {
-        worker.flushes_at_commit = true;
-        // SAFETY: registers a callback with PostgreSQL for the rest of this process's life,
-        // once; the function pointer is 'static.
-        unsafe { pg_sys::RegisterXactCallback(Some(at_commit), std::ptr::null_mut()) };
+    match worker
+        .uncommitted
+        .iter_mut()
+        .rev()
+        .find(|u| u.key == key && u.level == level)
+    {
+        Some(u) => u.rows += 1,
+        None => worker.uncommitted.push(Uncommitted {
+            key,
+            level,
+            rows: 1,
+        }),
     }
+    let now = wallclock::coarse_unix_ms();
+    // A row carries a node number and an authority, each a run of its own: one run per key,
+    // so that values of alternating keys do not reach the table at every value.
+    match worker.pending.iter_mut().find(|p| p.key == key) {
+        Some(p) if now - p.since_ms < FLUSH_MS => return,
+        Some(p) => p.since_ms = now,
+        None => {
+            if worker.pending.len() == MAX_PENDING {
+                worker.pending.swap_remove(0);
+            }
+            worker.pending.push(Pending { key, since_ms: now });
+        }
+    }
+    let uncommitted = worker
+        .uncommitted
+        .iter()
+        .filter(|u| u.key == key)
+        .map(|u| u.rows)
+        .sum();
+    flush(key, 0, uncommitted, now);
 }
 
-/// Adds what the runs of this process counted to the shared table before each transaction
-/// commits, so that no count waits for the next arrival (which may never come: the session
-/// ends). Before the commit, not after it: the WARNING of a conflict names subscriptions,
-/// which takes the catalog.
+/// Adds what the current transaction counted to the shared table before it commits (or is
+/// prepared: its values have arrived, and a prepared transaction is nearly always committed),
+/// and forgets it when it rolls back. Before the commit, not after it: the WARNING of a
+/// conflict names subscriptions, which takes the catalog.
 #[pg_guard]
-unsafe extern "C-unwind" fn at_commit(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
-    if event != pg_sys::XactEvent::XACT_EVENT_PRE_COMMIT {
-        return;
-    }
-    let now = wallclock::coarse_unix_ms();
-    let mut i = 0;
-    loop {
-        // SAFETY: WORKER is only touched by this process's one thread; the borrow ends before
-        // flush, which does not touch it.
-        let worker = unsafe { &mut *WORKER.0.get() };
-        let Some(p) = worker.pending.get_mut(i) else {
-            return;
-        };
-        i += 1;
-        if p.rows == 0 {
-            continue;
+unsafe extern "C-unwind" fn at_transaction_end(
+    event: pg_sys::XactEvent::Type,
+    _arg: *mut std::ffi::c_void,
+) {
+    use pg_sys::XactEvent::*;
+    // SAFETY: WORKER is only touched by this process's one thread; the taken vector is owned
+    // here, and flush does not touch WORKER.
+    let worker = unsafe { &mut *WORKER.0.get() };
+    match event {
+        XACT_EVENT_PRE_COMMIT | XACT_EVENT_PRE_PREPARE => {
+            let now = wallclock::coarse_unix_ms();
+            for u in std::mem::take(&mut worker.uncommitted) {
+                flush(u.key, u.rows, 0, now);
+            }
         }
-        let run = Pending { ..*p };
-        p.rows = 0;
-        flush(&run, now);
+        XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT => worker.uncommitted.clear(),
+        _ => {}
     }
 }
 
+/// A subtransaction that rolls back takes back what it counted; one that commits hands it to
+/// its parent.
+#[pg_guard]
+unsafe extern "C-unwind" fn at_subtransaction_end(
+    event: pg_sys::SubXactEvent::Type,
+    _sub: pg_sys::SubTransactionId,
+    _parent: pg_sys::SubTransactionId,
+    _arg: *mut std::ffi::c_void,
+) {
+    use pg_sys::SubXactEvent::*;
+    // SAFETY: a plain read of transaction state: the ending subtransaction's level.
+    let level = unsafe { pg_sys::GetCurrentTransactionNestLevel() };
+    // SAFETY: WORKER is only touched by this process's one thread.
+    let worker = unsafe { &mut *WORKER.0.get() };
+    match event {
+        SUBXACT_EVENT_ABORT_SUB => worker.uncommitted.retain(|u| u.level < level),
+        SUBXACT_EVENT_COMMIT_SUB => {
+            for u in worker.uncommitted.iter_mut().filter(|u| u.level >= level) {
+                u.level = level - 1;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Adds `rows` values of `key` (0: only that it was seen) to the shared table, and reports a
+/// conflict they show, counting `uncommitted` more values of the current transaction in its
+/// message.
 #[cold]
-fn flush(p: &Pending, now_ms: i64) {
+fn flush(key: Key, rows: u64, uncommitted: u64, now_ms: i64) {
     let Some(sightings) = shmem::sightings() else {
         return;
     };
-    if !sightings.record(p.key, p.rows, now_ms) {
+    if !sightings.record(key, rows, now_ms) {
         return; // full: what it holds is still reported
     }
-    if let Some(c) = sightings.conflict(p.key.what, p.key.value, own()) {
+    if let Some(c) = sightings.conflict(key.what, key.value, own()) {
         if c.origins.contains(&THIS_SERVER) {
             sightings.mark_own_shared(c.what);
         }
         if sightings.due_for_warning(&c, now_ms) {
-            warn(&c);
+            warn(&Conflict {
+                rows: c.rows + uncommitted,
+                ..c
+            });
         }
     }
 }

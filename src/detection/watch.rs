@@ -82,8 +82,8 @@ pub fn on_access(access: pg_sys::ObjectAccessType::Type, class: Oid, object: Oid
         }
         OAT_DROP if class == ATTR_DEFAULT_RELATION_ID => {
             // SAFETY: reads pg_attrdef, as deleting the default is about to; InvalidOid for
-            // one that is gone.
-            let column = unsafe { GetAttrDefaultColumnAddress(object) };
+            // one that is gone. An ERROR (cancel, out of memory) is raised through the guard.
+            let column = unsafe { errors::guarded(|| GetAttrDefaultColumnAddress(object)) };
             if column.objectId != pg_sys::InvalidOid {
                 pending().relations.push(column.objectId);
             }
@@ -150,15 +150,20 @@ pub fn after_statement() {
 }
 
 /// Gives every table with a generating column the trigger (and sets back any enabled for
-/// local inserts); the number of triggers created.
+/// local inserts), and takes it from tables that have none left; the number of triggers
+/// created.
 pub fn watch_all() -> i32 {
     spi::connect(|conn| {
         let Some(function) = trigger_function(conn) else {
             return 0;
         };
-        // A column's own DEFAULT or its domain's (see `generating`).
+        // A column's own DEFAULT or its domain's (see `generating`), and the tables that
+        // have the trigger (one whose domain's DEFAULT no longer generates loses it).
         let query = CString::new(format!(
-            "SELECT DISTINCT d.rel
+            "SELECT t.tgrelid FROM pg_catalog.pg_trigger t
+              WHERE t.tgfoid = {}::pg_catalog.oid AND t.tgisinternal
+             UNION
+             SELECT d.rel
                FROM ({}) d
                JOIN pg_catalog.pg_proc p ON p.oid = d.func
                 AND p.proname IN ('snowflake_next', 'gdid_next')
@@ -167,6 +172,7 @@ pub fn watch_all() -> i32 {
                 AND x.objid = p.oid AND x.deptype = 'e'
                JOIN pg_catalog.pg_extension e ON e.oid = x.refobjid
                 AND e.extname = 'snowflake_id'",
+            function.to_u32(),
             generating::DEFAULTS_CALLING
         ))
         .expect("no NUL in the query");

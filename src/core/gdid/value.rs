@@ -106,11 +106,11 @@ impl Gdid {
         format!("{:08x}{:016x}", self.era, self.id)
     }
 
-    /// `era:authority:counter` in decimal (whitespace around each part allowed, as Azos
-    /// `GDID.TryParse` allows it), or 24 hex digits with an optional `0x`/`0X` (whitespace
-    /// around them allowed).
+    /// `era:authority:counter` in decimal, or 24 hex digits with an optional `0x`/`0X`;
+    /// whitespace around the value allowed (what `int8` input takes: C's `isspace`, vertical
+    /// tab included), none inside.
     pub fn parse(text: &str) -> Result<Gdid, ParseError> {
-        let t = text.trim_matches(|c: char| c.is_ascii_whitespace());
+        let t = text.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\x0b');
         if t.contains(':') {
             return parse_parts(t);
         }
@@ -190,6 +190,11 @@ mod tests {
     fn whitespace_only_around_the_value() {
         let g = Gdid::new(1, 2, 3).unwrap();
         assert_eq!(Gdid::parse(" \t1:2:3\n "), Ok(g));
+        assert_eq!(
+            Gdid::parse("\x0b\x0c\r1:2:3\x0b"),
+            Ok(g),
+            "isspace's set, as int8"
+        );
         for inside in [
             "1 : 2 : 3",
             "1 :2:3",

@@ -62,6 +62,28 @@ RESET session_replication_role;
 SELECT pg_replication_origin_session_reset();
 SELECT rows_seen - :seen_before AS counted FROM snowflake_node_conflicts
  WHERE kind = 'snowflake node' AND node_or_authority = 5;
+-- Values of a transaction, or of a subtransaction, that rolls back never arrived: 3 + 2 here,
+-- not the 10 rolled back nor the 50 of the savepoint rolled back to.
+SELECT rows_seen AS seen_before FROM snowflake_node_conflicts
+ WHERE kind = 'snowflake node' AND node_or_authority = 5 \gset
+SELECT pg_replication_origin_session_setup('origin_a');
+SET session_replication_role = replica;
+BEGIN;
+INSERT INTO received SELECT 4194304::bigint * 1011 + 4096 * 5 + i, NULL FROM generate_series(1, 10) i;
+ROLLBACK;
+BEGIN;
+INSERT INTO received SELECT 4194304::bigint * 1012 + 4096 * 5 + i, NULL FROM generate_series(1, 3) i;
+SAVEPOINT s;
+INSERT INTO received SELECT 4194304::bigint * 1013 + 4096 * 5 + i, NULL FROM generate_series(1, 50) i;
+ROLLBACK TO SAVEPOINT s;
+SAVEPOINT t;
+INSERT INTO received SELECT 4194304::bigint * 1014 + 4096 * 5 + i, NULL FROM generate_series(1, 2) i;
+RELEASE SAVEPOINT t;
+COMMIT;
+RESET session_replication_role;
+SELECT pg_replication_origin_session_reset();
+SELECT rows_seen - :seen_before AS counted FROM snowflake_node_conflicts
+ WHERE kind = 'snowflake node' AND node_or_authority = 5;
 
 -- Node 9 through two origins: one after the other is a hand-over (a promoted standby behind
 -- a new subscription)...

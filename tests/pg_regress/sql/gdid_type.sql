@@ -8,9 +8,9 @@ SELECT pg_column_size(gdid(1293, 3, 57)) AS bytes;
 SELECT gdid(1293, 3, 57), gdid(1293, 3, 57)::text = '1293:3:57' AS reference;
 SELECT '  1293:3:57  '::gdid AS surrounding_space, '0:0:0'::gdid AS zero,
        '4294967295:15:1152921504606846975'::gdid AS largest;
--- Whitespace around the value only, as uuid's input allows it (tabs and newlines too); inside
--- it is malformed (22P02).
-SELECT E'\t1:2:3\n'::gdid AS tabs_around;
+-- Whitespace around the value only, what int8's input takes (tabs, newlines, vertical tabs
+-- too); inside it is malformed (22P02).
+SELECT E'\t1:2:3\n'::gdid AS tabs_around, (chr(11) || '1:2:3' || chr(11))::gdid AS vertical_tabs;
 SELECT '31 : 2:  3123'::gdid;
 \echo :LAST_ERROR_SQLSTATE
 SELECT E'1\t:\n2:3'::gdid;

@@ -184,6 +184,14 @@ ALTER DOMAIN w_adom DROP DEFAULT;
 ALTER DOMAIN w_adom SET DEFAULT gdid_next('w', 'alice');
 RESET ROLE;
 SELECT table_name, tgenabled FROM watched WHERE table_name = 'w_bobs'::regclass;
+-- The domain's DEFAULT dropped: bob's table keeps its trigger until snowflake_watch_tables()
+-- takes it away.
+SET ROLE w_alice;
+ALTER DOMAIN w_adom DROP DEFAULT;
+RESET ROLE;
+SELECT count(*) FROM watched WHERE table_name = 'w_bobs'::regclass;
+SELECT snowflake_watch_tables();
+SELECT count(*) FROM watched WHERE table_name = 'w_bobs'::regclass;
 DROP TABLE w_bobs;
 DROP DOMAIN w_adom;
 DROP SEQUENCE gdid."w/alice";
