@@ -142,6 +142,9 @@ struct IndexProbe {
     scan: pg_sys::IndexScanDesc,
     procedure: Oid,
     keys: Keys,
+    /// The first column is in descending order: the largest key at most the bound comes
+    /// first walking forwards.
+    descending: bool,
 }
 
 impl IndexProbe {
@@ -172,12 +175,14 @@ impl IndexProbe {
                     let scan =
                         pgcompat::index_beginscan(heap, index, &raw mut pg_sys::SnapshotAnyData, 1);
                     (*scan).xs_want_itup = true;
+                    let options = *(*index).rd_indoption;
                     return Some(IndexProbe {
                         heap,
                         index,
                         scan,
                         procedure,
                         keys,
+                        descending: options & pg_sys::INDOPTION_DESC as i16 != 0,
                     });
                 }
                 pg_sys::index_close(index, pg_sys::AccessShareLock as _);
@@ -190,10 +195,11 @@ impl IndexProbe {
     /// The largest key at most `bound`: one descent of the index, read from the index tuple.
     fn max_at_most(&mut self, bound: Datum) -> Option<Datum> {
         // SAFETY: a rescan of the open scan with one key on its first column, the btree
-        // strategy "less or equal" and the operator family's own comparison; walking
-        // backwards, the first entry is the largest at most `bound`. The index tuple of an
-        // index-only scan holds the key, first, at the aligned start of its data (8 bytes
-        // past the header, no null bitmap: a NULL key never satisfies the qualification).
+        // strategy "less or equal" and the operator family's own comparison; the first entry,
+        // walking backwards in an ascending index or forwards in a descending one, is the
+        // largest at most `bound`. The index tuple of an index-only scan is deformed with the
+        // index's own descriptor (later columns may be NULL: a null bitmap moves the data); a
+        // NULL key never satisfies the qualification. A gdid is copied out of the tuple.
         unsafe {
             let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
             pg_sys::ScanKeyInit(
@@ -204,23 +210,29 @@ impl IndexProbe {
                 bound,
             );
             pg_sys::index_rescan(self.scan, &mut key, 1, std::ptr::null_mut(), 0);
-            let tid =
-                pg_sys::index_getnext_tid(self.scan, pg_sys::ScanDirection::BackwardScanDirection);
+            let direction = if self.descending {
+                pg_sys::ScanDirection::ForwardScanDirection
+            } else {
+                pg_sys::ScanDirection::BackwardScanDirection
+            };
+            let tid = pg_sys::index_getnext_tid(self.scan, direction);
             let itup = (*self.scan).xs_itup;
-            if tid.is_null()
-                || itup.is_null()
-                || (*itup).t_info & pg_sys::INDEX_NULL_MASK as u16 != 0
-            {
+            if tid.is_null() || itup.is_null() {
                 return None;
             }
-            let data = itup
-                .cast::<u8>()
-                .add(std::mem::size_of::<pg_sys::IndexTupleData>());
+            let desc = (*self.scan).xs_itupdesc;
+            let natts = usize::try_from((*desc).natts).unwrap_or(0).max(1);
+            let mut values = vec![Datum::from(0); natts];
+            let mut nulls = vec![false; natts];
+            pg_sys::index_deform_tuple(itup, desc, values.as_mut_ptr(), nulls.as_mut_ptr());
+            if nulls[0] {
+                return None;
+            }
             Some(match self.keys {
-                Keys::Bigint => Datum::from(data.cast::<i64>().read_unaligned()),
+                Keys::Bigint => values[0],
                 Keys::Gdid => {
                     let copy = pg_sys::palloc(SIZE).cast::<u8>();
-                    std::ptr::copy_nonoverlapping(data, copy, SIZE);
+                    std::ptr::copy_nonoverlapping(values[0].cast_mut_ptr::<u8>(), copy, SIZE);
                     Datum::from(copy)
                 }
             })

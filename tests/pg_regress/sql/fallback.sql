@@ -48,6 +48,24 @@ ALTER TABLE fb_part ATTACH PARTITION fb_part_high FOR VALUES FROM ('1:0:0') TO (
 INSERT INTO fb_part_low VALUES (gdid(0, 6, 90));
 INSERT INTO fb_part DEFAULT VALUES RETURNING id;
 
+-- Any btree index whose first column is the key: descending too (its largest key comes
+-- first the other way), and one of several columns whose others hold NULLs (a null bitmap
+-- in the index tuple).
+CREATE TABLE fb_desc (g gdid NOT NULL, s bigint NOT NULL, v int);
+CREATE INDEX ON fb_desc (g DESC);
+CREATE INDEX ON fb_desc (s DESC);
+INSERT INTO fb_desc SELECT gdid(0, 6, i), snowflake_from_timestamp(now() + interval '2 s') + 4096 * 5 + i, 0
+  FROM generate_series(1, 100) i;
+ALTER TABLE fb_desc ALTER COLUMN g SET DEFAULT gdid_next('fb', 'desc'),
+                    ALTER COLUMN s SET DEFAULT snowflake_next('fb_desc');
+INSERT INTO fb_desc (v) VALUES (1) RETURNING g,
+    s > (SELECT max(s) FROM fb_desc WHERE v = 0) AS above_the_stored;
+CREATE TABLE fb_wide (g gdid NOT NULL, note text, v int);
+CREATE UNIQUE INDEX ON fb_wide (g, note);
+INSERT INTO fb_wide SELECT gdid(0, 6, i), CASE WHEN i < 60 THEN 'x' END, 0 FROM generate_series(1, 60) i;
+ALTER TABLE fb_wide ALTER COLUMN g SET DEFAULT gdid_next('fb', 'wide');
+INSERT INTO fb_wide (v) VALUES (1) RETURNING g;
+
 -- A column without a btree index is not read: its keys are not protected (docs/how-it-works.md says
 -- to index a key column, as a key usually is).
 CREATE TABLE fb_no_index (id gdid DEFAULT gdid_next('fb', 'no_index'));
@@ -98,7 +116,7 @@ SELECT snowflake_next('fb_new2') > 0 AS generated;
 SELECT rolsuper AS mallory_is_superuser FROM pg_roles WHERE rolname = 'fb_mallory';
 
 DROP TABLE fb_imported, fb_elsewhere, fb_events, fb_parent, fb_child, fb_part, fb_no_index,
-    fb_forms, fb_victim;
+    fb_forms, fb_victim, fb_desc, fb_wide;
 DROP SCHEMA m CASCADE;
 REVOKE CREATE ON DATABASE :"DBNAME" FROM fb_mallory;
 DROP ROLE fb_mallory;
