@@ -3,6 +3,8 @@
 .PHONY: help demo demo-stop test check regress cluster docs-test bench bench-insert bench-gdid bench-detection bench-table bench-lease bench-compare fuzz install lint package dist
 .DEFAULT_GOAL := help
 PG ?= 15
+# rustup's cargo, for every script of a target (a fresh shell after rustup may not have it).
+export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 help:            ## this list
 	@grep -E '^[a-z-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | sed 's/:[^#]*## /\t/' | expand -t 18

@@ -10,8 +10,10 @@ export PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 unset PG_BINDIR
 source scripts/pgcluster.sh
 
-DEMO_DIR=${DEMO_DIR:-/tmp/snowflake_id_demo}
-DEMO_PORT=${DEMO_PORT:-5499}
+# Named for this project: the directory is deleted, and a generic DEMO_DIR of someone else's
+# in the environment must not be.
+DEMO_DIR=${SNOWFLAKE_ID_DEMO_DIR:-/tmp/snowflake_id_demo}
+DEMO_PORT=${SNOWFLAKE_ID_DEMO_PORT:-5499}
 
 stop() {
     pg_stop "$DEMO_DIR"

@@ -23,7 +23,7 @@
 # run alone.
 source "$(dirname "${BASH_SOURCE[0]}")/pgversions.sh"
 MACHINE_SCRIPTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-MACHINE_DEMO_DIRS=${MACHINE_DEMO_DIRS:-${DEMO_DIR:-/tmp/snowflake_id_demo}}
+MACHINE_DEMO_DIRS=${MACHINE_DEMO_DIRS:-${SNOWFLAKE_ID_DEMO_DIR:-/tmp/snowflake_id_demo}}
 MACHINE_SAVED=""
 MACHINE_STOPPED=()
 
@@ -104,6 +104,8 @@ machine_keep() {
         i=$((i + 1))
         mkdir -p "$MACHINE_SAVED/$i/lib" "$MACHINE_SAVED/$i/ext" || return 1
         echo "$lib $ext" >"$MACHINE_SAVED/$i/where" || return 1
+        # The directories' times too, put back after the files.
+        touch -r "$lib" "$MACHINE_SAVED/$i/lib.times" && touch -r "$ext" "$MACHINE_SAVED/$i/ext.times" || return 1
         for f in "$lib/snowflake_id.so"; do
             if [ -e "$f" ]; then cp -a "$f" "$MACHINE_SAVED/$i/lib/" || return 1; fi
         done
@@ -111,6 +113,9 @@ machine_keep() {
             if [ -e "$f" ]; then cp -a "$f" "$MACHINE_SAVED/$i/ext/" || return 1; fi
         done
     done < <(machine_locations)
+    # Only a complete save is put back: until then the tests have changed nothing, and a
+    # restore of half a save would delete what was not saved yet.
+    touch "$MACHINE_SAVED/complete" || return 1
     for dir in $MACHINE_DEMO_DIRS; do
         pid=$(machine_postmaster "$dir/data") || continue
         # Stopped with the PostgreSQL it runs, started again with it.
@@ -125,8 +130,16 @@ machine_keep() {
 # Removes what the tests left in each location and puts back what was there (new files, never
 # written over in place), then starts the demos that were running.
 machine_restore() {
-    local status=0 saved lib ext entry pg_config package
-    [ -n "$MACHINE_SAVED" ] || return 0
+    local status=0 saved lib ext entry pg_config package f
+    # Not interrupted half-way by a second Ctrl-C or a CI cancel: it takes seconds.
+    trap '' INT TERM HUP
+    [ -n "$MACHINE_SAVED" ] || { machine_start_demos; return; }
+    if [ ! -e "$MACHINE_SAVED/complete" ]; then
+        rm -rf "$MACHINE_SAVED"
+        MACHINE_SAVED=""
+        machine_start_demos
+        return
+    fi
     # A package test that failed half-way leaves its package installed (none was, machine_check
     # made sure): removed first, or removing it later would take the files put back with it.
     for pg_config in "${PG_CONFIGS[@]}"; do
@@ -140,11 +153,29 @@ machine_restore() {
         rm -f "$lib/snowflake_id.so" "$ext/snowflake_id.control" "$ext"/snowflake_id--*.sql
         saved=$(grep -lxF "$lib $ext" "$MACHINE_SAVED"/*/where 2>/dev/null | head -n 1) || true
         [ -n "$saved" ] || continue # a PostgreSQL built since: nothing was installed in it
-        cp -a "$(dirname "$saved")/lib/." "$lib/" && cp -a "$(dirname "$saved")/ext/." "$ext/" ||
-            { echo "machine: could not put back the files of $lib and $ext (saved in $MACHINE_SAVED)" >&2; return 1; }
+        # File by file: a copy of the saved directory itself would give the library and
+        # extension directories its mode and times.
+        for f in "$(dirname "$saved")"/lib/* "$(dirname "$saved")"/ext/*; do
+            [ -e "$f" ] || continue
+            case $f in */lib/*) cp -a "$f" "$lib/" ;; *) cp -a "$f" "$ext/" ;; esac || {
+                echo "machine: could not put back $f into $lib or $ext (the save stays in $MACHINE_SAVED)" >&2
+                machine_start_demos
+                return 1
+            }
+        done
+        touch -r "$(dirname "$saved")/lib.times" "$lib" && touch -r "$(dirname "$saved")/ext.times" "$ext" ||
+            echo "machine: could not put back the times of $lib and $ext" >&2
     done < <(machine_locations)
-    rm -rf "$MACHINE_SAVED"
+    MACHINE_SAVED_DONE=$MACHINE_SAVED
     MACHINE_SAVED=""
+    rm -rf "$MACHINE_SAVED_DONE"
+    machine_start_demos || status=1
+    return $status
+}
+
+# Starts the demos machine_keep stopped (each once).
+machine_start_demos() {
+    local entry status=0
     for entry in "${MACHINE_STOPPED[@]}"; do
         if (PG_BINDIR=${entry%%|*} && source "$MACHINE_SCRIPTS/pgcluster.sh" && pg_start "${entry#*|}"); then
             echo "machine: the demo server (${entry#*|}) runs again"

@@ -80,6 +80,15 @@ import glob, os, re, sys
 suite, out = sys.argv[1], sys.argv[2]
 codename = dict(l.strip().split("=", 1) for l in open("/etc/os-release") if "=" in l)["VERSION_CODENAME"].strip('"')
 entries = []  # (uris, signed_by)
+
+
+def debian_keyring(signed_by):
+    # Debian's archive: no keyring of its own named (apt's trusted ones), or Debian's. A
+    # third-party repository for the same codename (its own keyring, its own components)
+    # holds no PostgreSQL sources, and apt would fail on a deb-src entry made from it.
+    return signed_by is None or "debian-archive" in signed_by
+
+
 for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
     if path == out:
         continue
@@ -90,17 +99,20 @@ for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
                 continue
             k, v = line.split(":", 1)
             fields[k.strip().lower()] = v.strip()
-        if "deb" in fields.get("types", "").split() and codename in fields.get("suites", "").split():
+        if ("deb" in fields.get("types", "").split() and codename in fields.get("suites", "").split()
+                and "main" in fields.get("components", "").split()
+                and debian_keyring(fields.get("signed-by"))):
             entries.append((fields["uris"].split(), fields.get("signed-by")))
 for path in ["/etc/apt/sources.list"] + glob.glob("/etc/apt/sources.list.d/*.list"):
     if not os.path.exists(path):
         continue
     for line in open(path):
-        m = re.match(r"\s*deb\s+(\[[^\]]*\]\s+)?(\S+)\s+(\S+)", line)
-        if m and m.group(3) == codename:
+        m = re.match(r"\s*deb\s+(\[[^\]]*\]\s+)?(\S+)\s+(\S+)\s+(.*)", line)
+        if m and m.group(3) == codename and "main" in m.group(4).split():
             opts = m.group(1) or ""
             sb = re.search(r"signed-by=(\S+?)[\]\s]", opts)
-            entries.append(([m.group(2)], sb.group(1) if sb else None))
+            if debian_keyring(sb.group(1) if sb else None):
+                entries.append(([m.group(2)], sb.group(1) if sb else None))
 entries = [e for i, e in enumerate(entries) if e not in entries[:i]]
 if not entries:
     sys.exit(f"no apt source for Debian {codename} to derive a deb-src entry from")
@@ -119,7 +131,8 @@ with open(out, "w") as f:
             f.write("Signed-By: %s\n" % signed_by)
         f.write("\n")
 PY
-    apt-get update -qq
+    # An entry apt cannot use would break every later apt-get update on this machine.
+    apt-get update -qq || { rm -f "$list"; apt-get update -qq || true; echo "pgsource: apt could not use the deb-src entry derived from this machine's sources" >&2; exit 1; }
 fi
 
 work=$(mktemp -d /var/tmp/snowflake_id_pgsource.XXXXXX)

@@ -13,6 +13,8 @@ packages=(
     postgresql-15-partman                            # pg_partman 4 (partitions by ID)
     postgresql-15-auto-failover pg-auto-failover-cli # failover under pg_auto_failover
     patroni etcd-server                              # failover under Patroni
+    procps iproute2                                  # pkill, pgrep, ps; ip and ss (partition tests)
+    python3                                          # the docs test, layer checks, scripts
     sudo faketime curl                               # pgrx test runner; cluster tests
     unzip                                            # make dist checks its archive
     gnuplot-nox                                      # the benchmark chart

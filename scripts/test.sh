@@ -15,6 +15,16 @@ source scripts/machine.sh
 machine_check || exit 1
 bash scripts/setup.sh || exit 1
 trap machine_restore EXIT # also when a step fails or the run is interrupted
+STEP_PID=
+interrupted() {
+    if [ -n "$STEP_PID" ]; then
+        echo "=== interrupted: stopping the running step"
+        kill -TERM -- -"$STEP_PID" 2>/dev/null || kill -TERM "$STEP_PID" 2>/dev/null
+        wait "$STEP_PID" 2>/dev/null
+    fi
+    exit 130
+}
+trap interrupted INT TERM HUP
 machine_keep || exit 1
 export MACHINE_KEPT=1
 
@@ -28,9 +38,19 @@ step() {
     # Every step is bounded: a hang (a test waiting on something that never comes) fails
     # the step and the run goes on, instead of holding CI until its own limit. Functions of
     # this shell (machine_restore) run as they are.
-    local run=(timeout --kill-after=30 "${STEP_TIMEOUT:-1800}")
-    declare -F "$1" >/dev/null && run=()
-    if "${run[@]}" "$@"; then
+    local ok=0
+    if declare -F "$1" >/dev/null; then
+        "$@" || ok=$?
+    else
+        # In the background, waited for: bash runs a trap (Ctrl-C, a CI cancel) only between
+        # commands, and timeout puts the step in a process group of its own, which a Ctrl-C at
+        # the terminal does not reach. interrupted() stops it before the machine is restored.
+        timeout --kill-after=30 "${STEP_TIMEOUT:-1800}" "$@" &
+        STEP_PID=$!
+        wait "$STEP_PID" || ok=$?
+        STEP_PID=
+    fi
+    if [ "$ok" = 0 ]; then
         passed=$((passed + 1))
         echo "=== $name: ok ($((SECONDS - start)) s)"
     else

@@ -29,7 +29,7 @@ installed() {
 
 demo=$CLUSTER_ROOT/demo
 port=$(free_port)
-DEMO_DIR=$demo DEMO_PORT=$port bash scripts/demo.sh start >"$CLUSTER_ROOT/demo.out" 2>&1 ||
+SNOWFLAKE_ID_DEMO_DIR=$demo SNOWFLAKE_ID_DEMO_PORT=$port bash scripts/demo.sh start >"$CLUSTER_ROOT/demo.out" 2>&1 ||
     { tail -n 30 "$CLUSTER_ROOT/demo.out"; fail "the demo did not start"; }
 # Its closing line names the server that runs, as that server reports itself.
 grep -q "^The demo server is running: PostgreSQL 15\.[0-9]* .*, port $port, socket directory $demo," "$CLUSTER_ROOT/demo.out" ||

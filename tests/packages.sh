@@ -42,7 +42,11 @@ echo "ok: $(basename "$deb"), $(du -k "$deb" | cut -f1) KiB, $(grep -c . <<<"$co
 source scripts/machine.sh
 [ -z "$(machine_users "$("$PG_CONFIG" --pkglibdir)")" ] ||
     fail "running servers have $("$PG_CONFIG" --pkglibdir)/snowflake_id.so loaded: $(machine_users "$("$PG_CONFIG" --pkglibdir)")"
-rm -f "$("$PG_CONFIG" --pkglibdir)/snowflake_id.so" "$("$PG_CONFIG" --sharedir)"/extension/snowflake_id*
+# Only what scripts/machine.sh saves and puts back; run outside make test (no saved copy), it
+# refuses rather than take a build away for good.
+[ -n "${MACHINE_KEPT:-}" ] || fail "run through make test or scripts/machine.sh run: it removes the installed build"
+rm -f "$("$PG_CONFIG" --pkglibdir)/snowflake_id.so" "$("$PG_CONFIG" --sharedir)"/extension/snowflake_id.control \
+    "$("$PG_CONFIG" --sharedir)"/extension/snowflake_id--*.sql
 export DEBIAN_FRONTEND=noninteractive
 apt-get install -y -qq "$deb" >/dev/null 2>&1 || apt-get install -y "$deb" || fail "apt-get install failed"
 dpkg-query -W -f='${Status} ${Version}\n' "$name" | grep -q "install ok installed $version" || fail "$name is not installed"
