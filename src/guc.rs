@@ -80,6 +80,9 @@ pub struct ClaimSettings {
 pub struct Server {
     pub layout: Layout,
     pub node: Number,
+    /// `gdid.authority` as the server started with it: what a server that does not claim
+    /// keeps using while the configuration files say `auto` (which takes a restart).
+    pub authority: Number,
     pub claims: Option<ClaimSettings>,
 }
 
@@ -251,6 +254,7 @@ pub fn register() {
     let _ = SERVER.set(Server {
         layout: Layout::own(node_bits, epoch),
         node,
+        authority,
         claims,
     });
 }
@@ -602,9 +606,11 @@ unsafe extern "C-unwind" fn check_authority(
         return false;
     }
     // The other way round: a server claims only what it was started with (the claim worker
-    // starts with the server), so auto set later would leave it without an authority. Kept
-    // for the next start, as a setting that needs a restart is.
-    if server().is_some() && !claims && auto {
+    // starts with the server), so auto set in a session would leave it without an authority:
+    // refused. In the configuration files (ALTER SYSTEM, a reload) it is kept for the next
+    // start, and until then the number the server started with stays in force (see
+    // `node::authority_now`), as for a setting that needs a restart.
+    if server().is_some() && !claims && auto && source > pg_sys::GucSource::PGC_S_FILE {
         set_check_detail(
             "gdid.authority = auto takes effect at the next start: this server was started with \
              a number, and claims from snowflake.registry only what it starts with.",

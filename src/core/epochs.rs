@@ -161,6 +161,7 @@ mod tests {
     /// the system offers it. (It cannot show that the barrier is needed: the reordering it
     /// prevents spans a few cycles, and a run without it passes too.)
     #[test]
+    #[cfg(target_os = "linux")]
     fn no_reader_uses_a_slot_while_it_is_reused_unfenced_entries() {
         assert!(membarrier::register(), "membarrier registration failed");
         readers_and_a_reclaimer(Some(membarrier::global));

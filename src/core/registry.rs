@@ -421,6 +421,22 @@ impl<'a> Registry<'a> {
         true
     }
 
+    /// Evicts every entry of relation `relid` of database `db`, whatever its storage: the
+    /// relation is being dropped, or given new storage, and another relation could later
+    /// come to have the same key (OIDs wrap around). How many were evicted. Under the cache
+    /// lock, as every eviction (see `probe`).
+    pub fn evict_relation(&self, db: u32, relid: u32) -> usize {
+        (0..self.slots.len())
+            .filter(|&i| {
+                let s = &self.slots[i];
+                s.is_ready()
+                    && s.db.load(Ordering::Relaxed) == db
+                    && s.relid.load(Ordering::Relaxed) == relid
+            })
+            .filter(|&i| self.evict(i))
+            .count()
+    }
+
     /// Evicts the least recently used of `sample` slots chosen from `seed` (a cheap sample
     /// of an LRU order, as Redis does), if one of them holds a sequence; its index.
     pub fn evict_one(&self, seed: u64, sample: usize) -> Option<usize> {

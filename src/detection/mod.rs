@@ -199,8 +199,27 @@ unsafe extern "C-unwind" fn at_subtransaction_end(
     match event {
         SUBXACT_EVENT_ABORT_SUB => worker.uncommitted.retain(|u| u.level < level),
         SUBXACT_EVENT_COMMIT_SUB => {
-            for u in worker.uncommitted.iter_mut().filter(|u| u.level >= level) {
-                u.level = level - 1;
+            // Into the parent's entry of the same key, if it has one: the list stays one entry
+            // per key and level, however many subtransactions come and go.
+            let ended: Vec<Uncommitted> = {
+                let (ended, kept) = std::mem::take(&mut worker.uncommitted)
+                    .into_iter()
+                    .partition(|u| u.level >= level);
+                worker.uncommitted = kept;
+                ended
+            };
+            for e in ended {
+                match worker
+                    .uncommitted
+                    .iter_mut()
+                    .find(|u| u.key == e.key && u.level == level - 1)
+                {
+                    Some(u) => u.rows += e.rows,
+                    None => worker.uncommitted.push(Uncommitted {
+                        level: level - 1,
+                        ..e
+                    }),
+                }
             }
         }
         _ => {}

@@ -299,13 +299,27 @@ pub fn rows() -> Vec<Row> {
                         ..none
                     }
                 }
-                (Number::Auto, _) => Row {
-                    state: "not claimed",
-                    message: Some(format!(
-                        "{} is auto, but was not when the server started",
-                        kind.setting()
-                    )),
-                    ..none
+                // auto in the configuration files of a server started with a number, which
+                // stays in force until the restart (see `node::authority_now`).
+                (Number::Auto, _) => match (kind, server.map(|s| s.authority)) {
+                    (Kind::Authority, Some(Number::Given(n))) => Row {
+                        number: Some(n as i32),
+                        state: "configured",
+                        message: Some(format!(
+                            "{} is auto in the configuration files, which takes effect at the \
+                             next start",
+                            kind.setting()
+                        )),
+                        ..none
+                    },
+                    _ => Row {
+                        state: "not claimed",
+                        message: Some(format!(
+                            "{} is auto, but was not when the server started",
+                            kind.setting()
+                        )),
+                        ..none
+                    },
                 },
                 (Number::Unset, _) => none,
             }

@@ -80,7 +80,12 @@ pub fn authority_now() -> Option<(u8, Option<u32>, Check)> {
     }
     match guc::gdid_authority() {
         Number::Given(n) => Some((n as u8, None, Check(None))),
-        Number::Auto => claimed(),
+        // auto written to the configuration files of a server started with a number: that
+        // number until the restart that makes auto claim (see `guc::check_authority`).
+        Number::Auto => match guc::server().map(|s| s.authority) {
+            Some(Number::Given(n)) => Some((n as u8, None, Check(None))),
+            _ => claimed(),
+        },
         Number::Unset => None,
     }
 }

@@ -375,12 +375,14 @@ fn enter_at(epochs: &Epochs<'_>, me: usize) -> bool {
 /// the reclaimers' barriers where the server offers them.
 #[cold]
 fn first_entry() {
-    CALLBACKS.store(true, Ordering::Relaxed);
-    // SAFETY: registered once per process; the callbacks live as long as it.
+    // SAFETY: registered once per process (marked only once both are: an ERROR in between
+    // tries again at the next entry, and a second transaction callback only leaves twice);
+    // the callbacks live as long as the process.
     unsafe {
         pg_sys::RegisterXactCallback(Some(at_transaction_end), null_mut());
         pg_sys::before_shmem_exit(Some(at_exit), pg_sys::Datum::from(0));
     }
+    CALLBACKS.store(true, Ordering::Relaxed);
     let receives = BARRIERS.load(Ordering::Relaxed) && membarrier::register();
     RECEIVES_BARRIERS.store(receives, Ordering::Relaxed);
 }

@@ -13,9 +13,10 @@ use pgrx::pg_sys::{self, Oid};
 
 use crate::core::identity::Kind;
 use crate::pg::errors::{error, Code};
+use crate::pg::shmem::{self, InterruptibleLock};
 use crate::sequences::defaults::{self, Making};
 use crate::sequences::depend::ATTR_DEFAULT_RELATION_ID;
-use crate::sequences::lookup;
+use crate::sequences::{catalog, lookup};
 
 /// What the object access hook has seen during the current statement.
 #[derive(Default)]
@@ -42,7 +43,7 @@ fn pending() -> &'static mut Pending {
 
 /// The object access hook's part: notes what may name sequences.
 pub fn on_access(access: pg_sys::ObjectAccessType::Type, class: Oid, object: Oid, sub: i32) {
-    use pg_sys::ObjectAccessType::{OAT_POST_ALTER, OAT_POST_CREATE};
+    use pg_sys::ObjectAccessType::{OAT_DROP, OAT_POST_ALTER, OAT_POST_CREATE};
     match access {
         // A column DEFAULT stored: PostgreSQL passes the table and the column.
         OAT_POST_CREATE if class == ATTR_DEFAULT_RELATION_ID => {
@@ -54,8 +55,37 @@ pub fn on_access(access: pg_sys::ObjectAccessType::Type, class: Oid, object: Oid
         OAT_POST_CREATE | OAT_POST_ALTER if class == pg_sys::TypeRelationId => {
             pending().domains.push(object);
         }
+        // A sequence dropped. (Not altered: a GRANT or an OWNER TO would throw its lease's
+        // rest away; a RESTART's new storage is a new key anyway.)
+        OAT_DROP if class == pg_sys::RelationRelationId && sub == 0 => {
+            forget_cached(object);
+        }
         _ => {}
     }
+}
+
+/// Takes relation `relid`, if it is a sequence, out of the cache of sequences, whatever
+/// storage it was cached with: evicting loses nothing (a DROP rolled back reads the relation
+/// again), and no entry of it stays behind for another relation that later comes to have the
+/// same OID and storage (OIDs wrap around), which would continue from it instead of from its
+/// own state.
+fn forget_cached(relid: Oid) {
+    // SAFETY: a pg_class row is a FormData_pg_class.
+    let sequence = unsafe {
+        catalog::cached_row(
+            pg_sys::SysCacheIdentifier::RELOID,
+            relid,
+            |c: &pg_sys::FormData_pg_class| c.relkind as u8 == pg_sys::RELKIND_SEQUENCE,
+        )
+    };
+    if sequence != Some(true) {
+        return;
+    }
+    let Some(registry) = shmem::registry() else {
+        return;
+    };
+    let _lock = InterruptibleLock::acquire(shmem::cache_lock());
+    registry.evict_relation(lookup::current_db(), relid.to_u32());
 }
 
 /// Before a utility statement (`toplevel`: not one that another runs): what a failed

@@ -16,6 +16,7 @@ use pgrx::pg_sys::{self, Datum, Oid};
 use crate::core::gdid::value::{Gdid, SIZE};
 use crate::core::lease::Lease;
 use crate::core::snowflake::layout::Layout;
+use crate::pg::errors;
 use crate::sequences::resolve::Resolved;
 use crate::sequences::{catalog, depend};
 use crate::{core::probe, pg::pgcompat};
@@ -93,7 +94,9 @@ fn columns(seq: Oid) -> Vec<(Oid, i16)> {
             if name.is_null() {
                 continue;
             }
-            let all = find_all_inheritors(c.table, pg_sys::NoLock as _, std::ptr::null_mut());
+            let all = errors::guarded(|| {
+                find_all_inheritors(c.table, pg_sys::NoLock as _, std::ptr::null_mut())
+            });
             let all = pgrx::PgList::<std::ffi::c_void>::from_pg(all);
             for i in 0..all.len() {
                 let rel = Oid::from(all.get_oid(i).unwrap_or_default().to_u32());

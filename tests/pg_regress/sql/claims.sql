@@ -1,3 +1,4 @@
+\getenv abs_srcdir PG_ABS_SRCDIR
 -- A server's node number and gdid authority are written by hand (this instance: node 5,
 -- authority 6), or claimed from a registry when snowflake.node_id or gdid.authority is auto
 -- at server start (cluster test registry.sh runs that). The view shows which, and how a
@@ -22,6 +23,18 @@ SET gdid.authority = auto;
 \echo :LAST_ERROR_SQLSTATE
 SHOW gdid.authority;
 SELECT kind, number, state, message FROM snowflake_node_claims WHERE kind = 'gdid authority';
+-- Written to the configuration files, auto waits for the next start: the number the server
+-- started with stays in force, and the view says so.
+ALTER SYSTEM SET gdid.authority = auto;
+SELECT pg_reload_conf();
+\set await 'current_setting(''gdid.authority'') = ''auto'''
+\i :abs_srcdir/sql/await.psql
+SELECT kind, number, state, message FROM snowflake_node_claims WHERE kind = 'gdid authority';
+SELECT gdid_authority(gdid_next('claims', 'x')) AS authority;
+ALTER SYSTEM RESET gdid.authority;
+SELECT pg_reload_conf();
+\set await 'current_setting(''gdid.authority'') = ''6'''
+\i :abs_srcdir/sql/await.psql
 SELECT gdid_authority(gdid_next('claims', 'x')) AS authority;
 -- 'auto' is the only word: anything else is a plain decimal number or refused.
 SET gdid.authority = 'AUTO';
