@@ -5,9 +5,9 @@
 //! server that inserted the row made it. Such rows arriving through logical replication fire
 //! `snowflake_arrival_trigger()` (`arrivals`; `watch` gives every such table the trigger),
 //! which counts each value's node number or authority per replication origin, adding to the
-//! shared [`Sightings`] when its transaction commits (that it was seen, at once).  When a count shows a conflict, the worker
-//! writes a WARNING (again every ten minutes while it lasts) and, for this server's own
-//! number, sets the flag that `snowflake.refuse_shared_node` acts on.
+//! shared [`Sightings`] when its transaction commits (that it was seen, at once). When a count
+//! shows a conflict, the worker writes a WARNING (again every ten minutes while it lasts) and,
+//! for this server's own number, sets the flag that `snowflake.refuse_shared_node` acts on.
 //!
 //! Updates, deletes and keys in other columns (foreign keys) are not counted: a server
 //! updating a row another server made is normal in every mesh. The initial copy of a
@@ -114,13 +114,13 @@ fn count(what: What, value: u16, origin: u16) {
     // (nothing below calls back into count); the borrow ends before flush.
     let worker = unsafe { &mut *WORKER.0.get() };
     if !worker.callbacks {
-        worker.callbacks = true;
         // SAFETY: registers callbacks with PostgreSQL for the rest of this process's life,
-        // once; the function pointers are 'static.
+        // once (marked only once both are); the function pointers are 'static.
         unsafe {
             pg_sys::RegisterXactCallback(Some(at_transaction_end), std::ptr::null_mut());
             pg_sys::RegisterSubXactCallback(Some(at_subtransaction_end), std::ptr::null_mut());
         }
+        worker.callbacks = true;
     }
     match worker
         .uncommitted
