@@ -12,7 +12,7 @@ use std::ffi::CString;
 use pgrx::pg_sys::{self, Oid};
 
 use crate::pg::errors;
-use crate::pg::spi::Connection;
+use crate::pg::spi::{Connection, EXTENSION_FUNCTIONS};
 
 /// What a column holds, by its type (a domain counts as its base type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,10 +63,8 @@ pub fn generating(conn: &mut Connection, table: Oid) -> (Vec<(i16, Holds)>, Vec<
                 AND da.attrelid IN (SELECT {t}::pg_catalog.oid UNION ALL
                                     SELECT relid FROM pg_catalog.pg_partition_ancestors({t}::pg_catalog.oid))
            JOIN ({DEFAULTS_CALLING}) d ON d.rel = da.attrelid AND d.num = da.attnum
-           JOIN pg_catalog.pg_proc p ON p.oid = d.func AND p.proname IN ('snowflake_next', 'gdid_next')
-           JOIN pg_catalog.pg_depend x ON x.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
-                AND x.objid = p.oid AND x.deptype = 'e'
-           JOIN pg_catalog.pg_extension e ON e.oid = x.refobjid AND e.extname = 'snowflake_id'
+           JOIN ({EXTENSION_FUNCTIONS}) p ON p.oid = d.func
+                AND p.proname IN ('snowflake_next', 'gdid_next')
           WHERE a.attrelid = {t}::pg_catalog.oid AND a.attnum > 0 AND NOT a.attisdropped
           ORDER BY 1"
     ))

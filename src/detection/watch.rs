@@ -31,7 +31,7 @@ use std::ffi::{c_int, CString};
 use pgrx::pg_sys::{self, Oid};
 
 use crate::detection::generating;
-use crate::pg::spi::{self, Connection};
+use crate::pg::spi::{self, Connection, EXTENSION_FUNCTIONS};
 use crate::pg::{errors, pgcompat};
 
 /// The base of the trigger's name; PostgreSQL appends the trigger's OID to an internal one.
@@ -165,13 +165,8 @@ pub fn watch_all() -> i32 {
              UNION
              SELECT d.rel
                FROM ({}) d
-               JOIN pg_catalog.pg_proc p ON p.oid = d.func
-                AND p.proname IN ('snowflake_next', 'gdid_next')
-               JOIN pg_catalog.pg_depend x
-                 ON x.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
-                AND x.objid = p.oid AND x.deptype = 'e'
-               JOIN pg_catalog.pg_extension e ON e.oid = x.refobjid
-                AND e.extname = 'snowflake_id'",
+               JOIN ({EXTENSION_FUNCTIONS}) p ON p.oid = d.func
+                AND p.proname IN ('snowflake_next', 'gdid_next')",
             function.to_u32(),
             generating::DEFAULTS_CALLING
         ))
@@ -196,15 +191,11 @@ pub fn watch_all() -> i32 {
 /// The OID of `snowflake_arrival_trigger()`, if this database has the extension at a
 /// version that has it.
 fn trigger_function(conn: &mut Connection) -> Option<Oid> {
-    let query = c"SELECT p.oid
-                    FROM pg_catalog.pg_proc p
-                    JOIN pg_catalog.pg_depend x
-                      ON x.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
-                     AND x.objid = p.oid AND x.deptype = 'e'
-                    JOIN pg_catalog.pg_extension e ON e.oid = x.refobjid
-                     AND e.extname = 'snowflake_id'
-                   WHERE p.proname = 'snowflake_arrival_trigger'";
-    conn.select(query, 1).oid(0, 1)
+    let query = CString::new(format!(
+        "SELECT p.oid FROM ({EXTENSION_FUNCTIONS}) p WHERE p.proname = 'snowflake_arrival_trigger'"
+    ))
+    .expect("no NUL in the query");
+    conn.select(&query, 1).oid(0, 1)
 }
 
 /// The tables with a column of one of `types`.

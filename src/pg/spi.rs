@@ -14,6 +14,14 @@ use pgrx::pg_sys::{self, Datum, Oid};
 use crate::pg::errors::{self, error, Code};
 use crate::sql::fmgr;
 
+/// The functions of this extension, as a subquery to join in place of `pg_proc`: the rows
+/// `pg_depend` records as its members, so that a function of the same name that someone else
+/// made never counts.
+pub const EXTENSION_FUNCTIONS: &str = "SELECT p.* FROM pg_catalog.pg_proc p
+    JOIN pg_catalog.pg_depend x ON x.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+         AND x.objid = p.oid AND x.deptype = 'e'
+    JOIN pg_catalog.pg_extension e ON e.oid = x.refobjid AND e.extname = 'snowflake_id'";
+
 /// An open SPI connection: [`connect`] opens it, and closes it when its body returns. An
 /// error that escapes leaves the closing to the transaction's abort, which cleans up every
 /// connection the (sub)transaction opened.

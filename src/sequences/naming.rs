@@ -89,17 +89,15 @@ struct Generators {
 }
 
 fn generators() -> Generators {
-    let query = c"SELECT p.oid, p.pronargs::pg_catalog.int8
-                    FROM pg_catalog.pg_proc p
-                    JOIN pg_catalog.pg_depend x
-                      ON x.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
-                     AND x.objid = p.oid AND x.deptype = 'e'
-                    JOIN pg_catalog.pg_extension e ON e.oid = x.refobjid
-                     AND e.extname = 'snowflake_id'
-                   WHERE p.proname IN ('snowflake_next', 'gdid_next')
-                     AND p.proargtypes[0] = 'pg_catalog.text'::pg_catalog.regtype";
+    let query = CString::new(format!(
+        "SELECT p.oid, p.pronargs::pg_catalog.int8 FROM ({}) p
+          WHERE p.proname IN ('snowflake_next', 'gdid_next')
+            AND p.proargtypes[0] = 'pg_catalog.text'::pg_catalog.regtype",
+        spi::EXTENSION_FUNCTIONS
+    ))
+    .expect("no NUL in the query");
     spi::connect(|conn| {
-        let rows = conn.select(query, 0);
+        let rows = conn.select(&query, 0);
         let mut g = Generators::default();
         for r in 0..rows.len() {
             match (rows.oid(r, 1), rows.i64(r, 2)) {
