@@ -422,9 +422,9 @@ impl<'a> Registry<'a> {
     }
 
     /// Evicts every entry of relation `relid` of database `db`, whatever its storage: the
-    /// relation is being dropped, or given new storage, and another relation could later
-    /// come to have the same key (OIDs wrap around). How many were evicted. Under the cache
-    /// lock, as every eviction (see `probe`).
+    /// relation is being dropped, and another relation could later come to have the same key
+    /// (OIDs wrap around). How many were evicted. Under the cache lock, as every eviction
+    /// (see `probe`, whose one barrier per probe relies on it).
     pub fn evict_relation(&self, db: u32, relid: u32) -> usize {
         (0..self.slots.len())
             .filter(|&i| {
