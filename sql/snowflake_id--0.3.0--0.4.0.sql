@@ -364,3 +364,50 @@ CREATE VIEW snowflake_node_claims AS
 GRANT SELECT ON snowflake_node_claims TO PUBLIC;
 COMMENT ON VIEW snowflake_node_claims IS
     'This server''s snowflake node number and gdid authority: written by hand (configured), or claimed from snowflake.registry and how the claim stands';
+
+-- Watermarks for consumers that page by ID (src/sql/watermark.rs, src/sequences/watermark.rs).
+
+CREATE FUNCTION snowflake_watermark(seq text) RETURNS snowflake
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_watermark';
+COMMENT ON FUNCTION snowflake_watermark(text) IS
+    'Below it, every ID of the sequence made on this server belongs to a transaction that has ended; IDs made later are at or above it';
+
+CREATE FUNCTION snowflake_watermark_holders_rows(OUT sequence regclass, OUT pid integer,
+        OUT transaction xid, OUT prepared boolean, OUT first_id bigint, OUT since timestamptz)
+    RETURNS SETOF record
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_watermark_holders_rows';
+COMMENT ON FUNCTION snowflake_watermark_holders_rows() IS
+    'The rows of snowflake_watermark_holders';
+
+CREATE VIEW snowflake_watermark_holders AS
+    SELECT h.sequence, h.pid, h.transaction, h.prepared,
+           h.first_id::@extschema@.snowflake AS first_id, h.since,
+           pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) h.since AS age
+      FROM @extschema@.snowflake_watermark_holders_rows() h;
+GRANT SELECT ON snowflake_watermark_holders TO PUBLIC;
+COMMENT ON VIEW snowflake_watermark_holders IS
+    'The transactions in flight that hold the watermarks of this database''s snowflake sequences back (sequence NULL: all of them)';
+
+CREATE FUNCTION gdid_watermark(scope text, sequence text) RETURNS gdid
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_watermark';
+COMMENT ON FUNCTION gdid_watermark(text, text) IS
+    'Below it, every gdid of the sequence made on this server belongs to a transaction that has ended; gdids made later are at or above it';
+
+CREATE FUNCTION gdid_watermark_holders_rows(OUT sequence regclass, OUT pid integer,
+        OUT transaction xid, OUT prepared boolean, OUT first_gdid gdid, OUT since timestamptz)
+    RETURNS SETOF record
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_watermark_holders_rows';
+COMMENT ON FUNCTION gdid_watermark_holders_rows() IS
+    'The rows of gdid_watermark_holders';
+
+CREATE VIEW gdid_watermark_holders AS
+    SELECT h.sequence, h.pid, h.transaction, h.prepared, h.first_gdid, h.since,
+           pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) h.since AS age
+      FROM @extschema@.gdid_watermark_holders_rows() h;
+GRANT SELECT ON gdid_watermark_holders TO PUBLIC;
+COMMENT ON VIEW gdid_watermark_holders IS
+    'The transactions in flight that hold the watermarks of this database''s gdid sequences back (sequence NULL: all of them)';

@@ -1,7 +1,7 @@
 //! PURE: everything that knows nothing of PostgreSQL, so that unit and property tests run it as
 //! it is: the layouts and tick arithmetic, gdid values and their text and compact forms, the
 //! cache of sequences in shared memory as plain atomics, lease arithmetic, the fallback's
-//! search, what replication brought. `scripts/check_layers.py` keeps every module here free of
+//! search, what replication brought, the values still in flight. `scripts/check_layers.py` keeps every module here free of
 //! pgrx and of imports from outside `core`.
 
 pub mod claim;
@@ -9,6 +9,7 @@ pub mod dbtext;
 pub mod epochs;
 pub mod gdid;
 pub mod identity;
+pub mod inflight;
 pub mod lease;
 pub mod membarrier;
 pub mod plain_decimal;

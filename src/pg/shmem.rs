@@ -1,7 +1,8 @@
 //! Shared memory: the cache of sequences and its epochs (see `registry`, `epochs`), its lock
 //! and the lease extension locks (see `sequences::durable`), and the sightings of logical
 //! replication (see `detection`), and the claims of node numbers from a registry (see
-//! `node::claims`). The cache's size comes from `snowflake.max_sequences` and
+//! `node::claims`), and the values in flight of each process's transaction (see
+//! `sequences::inflight`). The cache's size comes from `snowflake.max_sequences` and
 //! the epochs' from the number of backends, so they are requested and attached with
 //! PostgreSQL's hooks directly (`pg_shmem_init!` only sizes Rust types known at compile time).
 //! Nothing is loaded into it at start: sequences enter it as they are used.
@@ -21,6 +22,7 @@ use pgrx::pg_sys;
 
 use crate::core::claim::Claims;
 use crate::core::epochs::{Barrier, Epochs};
+use crate::core::inflight::{Holder, Holders};
 use crate::core::membarrier;
 use crate::core::registry::{Registry, Slot};
 use crate::core::sightings::Sightings;
@@ -30,6 +32,8 @@ use crate::pg::errors::{error, Code};
 static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(null_mut());
 static SIGHTINGS: AtomicPtr<Sightings> = AtomicPtr::new(null_mut());
 static CLAIMS: AtomicPtr<Claims> = AtomicPtr::new(null_mut());
+/// One holder per epoch entry: per PGPROC number.
+static HOLDERS: AtomicPtr<Holder> = AtomicPtr::new(null_mut());
 /// The tranche's locks: the cache's, then the extension locks.
 static LOCKS: AtomicPtr<pg_sys::LWLockPadded> = AtomicPtr::new(null_mut());
 static SLOT_COUNT: AtomicUsize = AtomicUsize::new(0);
@@ -44,6 +48,7 @@ const SEGMENT_NAME: &std::ffi::CStr = c"snowflake_id sequences";
 const EPOCHS_NAME: &std::ffi::CStr = c"snowflake_id epochs";
 const SIGHTINGS_NAME: &std::ffi::CStr = c"snowflake_id sightings";
 const CLAIMS_NAME: &std::ffi::CStr = c"snowflake_id claims";
+const HOLDERS_NAME: &std::ffi::CStr = c"snowflake_id values in flight";
 const TRANCHE_NAME: &std::ffi::CStr = c"snowflake_id";
 
 fn table_size() -> usize {
@@ -64,6 +69,10 @@ unsafe extern "C" {
 
 fn epochs_size() -> usize {
     size_of::<AtomicU64>() * (1 + epoch_entries())
+}
+
+fn holders_size() -> usize {
+    size_of::<Holder>() * epoch_entries()
 }
 
 /// How many lease extension locks there are (see `sequences::durable`): sequences that share
@@ -101,6 +110,7 @@ unsafe extern "C-unwind" fn shmem_request() {
             pg_sys::RequestAddinShmemSpace(epochs_size());
             pg_sys::RequestAddinShmemSpace(size_of::<Sightings>());
             pg_sys::RequestAddinShmemSpace(size_of::<Claims>());
+            pg_sys::RequestAddinShmemSpace(holders_size());
             pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), LOCK_COUNT as i32);
         })
     }
@@ -161,6 +171,15 @@ unsafe fn attach() {
             std::ptr::write_bytes(claims.cast::<u8>(), 0, size_of::<Claims>());
         }
         CLAIMS.store(claims.cast(), Ordering::Release);
+        let mut holders_found = false;
+        let holders =
+            pg_sys::ShmemInitStruct(HOLDERS_NAME.as_ptr(), holders_size(), &mut holders_found);
+        if !holders_found {
+            // All-zero: nothing in flight (inflight.rs). A crash restart comes here with
+            // new shared memory: every transaction in flight ended with the crash.
+            std::ptr::write_bytes(holders.cast::<u8>(), 0, holders_size());
+        }
+        HOLDERS.store(holders.cast(), Ordering::Release);
         LOCKS.store(
             pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr()),
             Ordering::Release,
@@ -245,6 +264,21 @@ pub fn claims() -> Option<&'static Claims> {
     // SAFETY: NULL, or the zero-initialised Claims in shared memory, which lives as long as
     // the process and is only changed through atomics.
     unsafe { CLAIMS.load(Ordering::Acquire).as_ref() }
+}
+
+/// The values in flight, one holder per PGPROC number, or `None` when the library was not
+/// preloaded.
+#[inline]
+pub fn holders() -> Option<Holders<'static>> {
+    let ptr = HOLDERS.load(Ordering::Acquire);
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: ptr points at epoch_entries() zero-initialised holders in shared memory that
+    // lives as long as the process; Holder is made of atomics only.
+    Some(Holders::new(unsafe {
+        std::slice::from_raw_parts(ptr, EPOCH_ENTRIES.load(Ordering::Relaxed))
+    }))
 }
 
 /// The table for a call, or `None` when the library was not preloaded. The backend is in the
@@ -338,8 +372,9 @@ static RECEIVES_BARRIERS: AtomicBool = AtomicBool::new(false);
 /// agrees (a reader enters without a fence only where every reclaimer makes the barrier).
 static BARRIERS: AtomicBool = AtomicBool::new(false);
 
-/// This process's entry among the epochs: its PGPROC number.
-fn my_entry() -> Option<usize> {
+/// This process's entry among the epochs (and its holder of values in flight): its PGPROC
+/// number.
+pub fn my_entry() -> Option<usize> {
     #[cfg(feature = "pg15")]
     // SAFETY: MyProc is NULL or this process's PGPROC.
     let n = unsafe { pg_sys::MyProc.as_ref().map(|p| p.pgprocno) };

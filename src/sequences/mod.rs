@@ -4,7 +4,8 @@
 //! generating needs between two lease extensions (`registry`, `shmem`). A name is resolved
 //! to its relation and its cache entry once per call site and transaction (`resolve`,
 //! `callsite`), with PostgreSQL's privileges on the relation (`privileges`), and the column
-//! defaults that name it (`naming`) are recorded as its dependents (`depend`, `defaults`).
+//! defaults that name it (`naming`) are recorded as its dependents (`depend`, `defaults`). The values each transaction
+//! holds in flight are published for the watermarks (`inflight`, `watermark`).
 
 pub mod callsite;
 pub mod catalog;
@@ -14,9 +15,11 @@ pub mod defaults;
 pub mod depend;
 pub mod durable;
 pub mod fallback;
+pub mod inflight;
 pub mod lifecycle;
 pub mod lookup;
 pub mod naming;
 pub mod prerequisites;
 pub mod privileges;
 pub mod resolve;
+pub mod watermark;

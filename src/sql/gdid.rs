@@ -12,16 +12,18 @@ use crate::core::gdid::counter::{GdidState, Taken};
 use crate::core::gdid::handle::{GdidSeq, Plan};
 use crate::core::gdid::value::{Gdid, ParseError, Part, SIZE};
 use crate::core::identity::{gdid_names, Kind, SequenceName};
+use crate::core::inflight::Held;
 use crate::core::lease;
 use crate::core::sightings::What;
 use crate::core::wallclock;
 use crate::pg::errors::{error, Code, PgError};
 use crate::sequences::fallback::{self, fallback_of, Missed};
 use crate::sequences::resolve::{resolve, Purpose, Resolved};
-use crate::sequences::{callsite, catalog, durable, lifecycle, privileges};
+use crate::sequences::{callsite, catalog, durable, inflight, lifecycle, privileges};
 use crate::sql::fmgr::{self, Call};
 use crate::sql::gdid_datum::palloc;
 use crate::sql::sqlfn::sql_functions;
+use crate::sql::watermark::value_of;
 use crate::{detection, node, pg::shmem, sequences::lookup, sequences::prerequisites};
 
 sql_functions! {
@@ -228,7 +230,12 @@ fn next_without_waiting(call: Call<'_>) -> Option<Gdid> {
     }
     let (authority, era, check) = node::authority_now()?;
     let registry = shmem::registry()?;
-    let seq = registry.seq::<GdidState>(callsite::cached_slot::<2>(call)?)?;
+    let at = callsite::cached_slot::<2>(call)?;
+    // The transaction's first gdid of the sequence is published as in flight first.
+    if !inflight::published(at) {
+        return None;
+    }
+    let seq = registry.seq::<GdidState>(at)?;
     let t = seq.try_take(1).ok()?;
     // Under a claimed authority every gdid is of the claim's era (see `take`), and of a claim
     // still held (else the slow path says why).
@@ -262,7 +269,7 @@ fn next(call: Call<'_>) -> Gdid {
         match registry
             .seq::<GdidState>(r.at)
             .ok_or(Missed::Evicted)
-            .and_then(|seq| take(seq, &r, authority, era, 1, fallback_of(looked, &r)))
+            .and_then(|seq| in_flight(seq, &r, authority, era, 1, fallback_of(looked, &r)))
         {
             Ok(t) => {
                 // The take may have waited: the authority must still be this server's.
@@ -292,6 +299,28 @@ fn load(seq: GdidSeq<'_>, r: &Resolved) {
             seq.restore(l);
         }
     }
+}
+
+/// [`take`], the transaction's gdids of the sequence published as in flight first, for the
+/// watermarks (see `sequences::inflight`).
+fn in_flight(
+    seq: GdidSeq<'_>,
+    r: &Resolved,
+    authority: u8,
+    claimed_era: Option<u32>,
+    n: u64,
+    looked: Option<Option<lease::Lease>>,
+) -> Result<Taken, Missed> {
+    let held = Held {
+        db: r.key.db,
+        relid: r.key.relid,
+        kind: Kind::Gdid,
+    };
+    let (era, counter) = seq.state().floor();
+    let entry = inflight::hold(seq.at(), held, value_of(Gdid::from_parts(era, 0, counter)));
+    let t = take(seq, r, authority, claimed_era, n, looked)?;
+    inflight::raise(entry, value_of(Gdid::from_parts(t.era, authority, t.first)));
+    Ok(t)
 }
 
 /// `n` consecutive counters, the lease extended (or the era moved on) as needed. A fresh
@@ -437,7 +466,7 @@ fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
                 match registry
                     .seq::<GdidState>(r.at)
                     .ok_or(Missed::Evicted)
-                    .and_then(|seq| take(seq, &r, authority, era, n, fallback_of(looked, &r)))
+                    .and_then(|seq| in_flight(seq, &r, authority, era, n, fallback_of(looked, &r)))
                 {
                     Ok(t) => break t,
                     // Evicted meanwhile: resolve again.

@@ -228,3 +228,27 @@ CREATE VIEW gdid_sequences AS
 GRANT SELECT ON gdid_sequences TO PUBLIC;
 COMMENT ON VIEW gdid_sequences IS
     'The gdid sequences of this database: position, durable lease, and what the cache knows of each';
+
+-- Watermarks, for consumers that page by gdid (README, "Paging by ID without skipping a row").
+
+CREATE FUNCTION gdid_watermark(scope text, sequence text) RETURNS gdid
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_watermark';
+COMMENT ON FUNCTION gdid_watermark(text, text) IS
+    'Below it, every gdid of the sequence made on this server belongs to a transaction that has ended; gdids made later are at or above it';
+
+CREATE FUNCTION gdid_watermark_holders_rows(OUT sequence regclass, OUT pid integer,
+        OUT transaction xid, OUT prepared boolean, OUT first_gdid gdid, OUT since timestamptz)
+    RETURNS SETOF record
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_watermark_holders_rows';
+COMMENT ON FUNCTION gdid_watermark_holders_rows() IS
+    'The rows of gdid_watermark_holders';
+
+CREATE VIEW gdid_watermark_holders AS
+    SELECT h.sequence, h.pid, h.transaction, h.prepared, h.first_gdid, h.since,
+           pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) h.since AS age
+      FROM @extschema@.gdid_watermark_holders_rows() h;
+GRANT SELECT ON gdid_watermark_holders TO PUBLIC;
+COMMENT ON VIEW gdid_watermark_holders IS
+    'The transactions in flight that hold the watermarks of this database''s gdid sequences back (sequence NULL: all of them)';

@@ -1,6 +1,6 @@
 //! The SQL face: every SQL function's declaration (`sqlfn`, one per function, checked against
 //! the `CREATE FUNCTION` statements of `snowflake.sql` and `gdid.sql`), the V1 calling
-//! convention (`fmgr`), the thin SQL-facing functions of each kind, and the C symbols of
+//! convention (`fmgr`), the thin SQL-facing functions of each kind and their watermarks, and the C symbols of
 //! earlier releases (`compat`).
 
 pub(crate) mod compat;
@@ -13,6 +13,7 @@ pub(crate) mod snowflake;
 pub(crate) mod sqlfn;
 #[cfg(test)]
 mod update_check;
+pub(crate) mod watermark;
 
 /// Every SQL function the library declares, by module (see `sqlfn`): a test compares them
 /// with the scripts.
@@ -22,4 +23,5 @@ pub(crate) const SQL_FUNCTIONS: &[&[sqlfn::SqlFunction]] = &[
     gdid::FUNCTIONS,
     gdid_ops::FUNCTIONS,
     node::FUNCTIONS,
+    watermark::FUNCTIONS,
 ];

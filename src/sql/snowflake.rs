@@ -5,6 +5,7 @@
 use pgrx::pg_sys::{self, Datum};
 
 use crate::core::identity::{Kind, SequenceName};
+use crate::core::inflight::{Held, Value};
 use crate::core::lease::{self, Lease};
 use crate::core::sightings::What;
 use crate::core::snowflake::clock::{self, Bounds, Refusal, Reservation};
@@ -15,7 +16,7 @@ use crate::core::wallclock;
 use crate::pg::errors::{error, Clipped, Code};
 use crate::sequences::fallback::{self, fallback_of, Missed};
 use crate::sequences::resolve::{resolve, Purpose, Resolved};
-use crate::sequences::{callsite, catalog, durable, lifecycle, privileges};
+use crate::sequences::{callsite, catalog, durable, inflight, lifecycle, privileges};
 use crate::sql::fmgr::{self, Call};
 use crate::sql::sqlfn::sql_functions;
 use crate::{
@@ -135,7 +136,12 @@ fn next_without_waiting(call: Call<'_>) -> Option<i64> {
     }
     let (server, registry) = (guc::server()?, shmem::registry()?);
     let (node, check) = node::node_now(server)?;
-    let seq = registry.seq::<SnowflakeState>(callsite::cached_slot::<1>(call)?)?;
+    let at = callsite::cached_slot::<1>(call)?;
+    // The transaction's first ID of the sequence is published as in flight first.
+    if !inflight::published(at) {
+        return None;
+    }
+    let seq = registry.seq::<SnowflakeState>(at)?;
     let bounds = seq.bounds(&server.layout, node::max_clock_ahead_ms(server));
     let r = seq.try_reserve(&server.layout, 1, &bounds).ok()?;
     // A claim that ended meanwhile: the slow path says so (the tick is dropped).
@@ -166,7 +172,7 @@ fn next(call: Call<'_>) -> i64 {
         match registry
             .seq::<SnowflakeState>(r.at)
             .ok_or(Missed::Evicted)
-            .and_then(|seq| reserve(&server.layout, seq, &r, 1, fallback_of(looked, &r)))
+            .and_then(|seq| in_flight(&server.layout, seq, &r, 1, fallback_of(looked, &r), node))
         {
             Ok(t) => {
                 // The reservation may have waited: the number must still be this server's.
@@ -221,8 +227,9 @@ fn next_batch(call: Call<'_>, name: &[u8], n: i32) -> Datum {
                 match registry
                     .seq::<SnowflakeState>(r.at)
                     .ok_or(Missed::Evicted)
-                    .and_then(|seq| reserve(&server.layout, seq, &r, n, fallback_of(looked, &r)))
-                {
+                    .and_then(|seq| {
+                        in_flight(&server.layout, seq, &r, n, fallback_of(looked, &r), node)
+                    }) {
                     Ok(t) => break t,
                     // Evicted meanwhile: resolve again.
                     Err(Missed::Evicted) => {}
@@ -248,6 +255,28 @@ fn next_batch(call: Call<'_>, name: &[u8], n: i32) -> Datum {
             })
         },
     )
+}
+
+/// [`reserve`], the transaction's values of the sequence published as in flight first, for
+/// the watermarks (see `sequences::inflight`).
+fn in_flight(
+    layout: &Layout,
+    seq: SnowflakeSeq<'_>,
+    r: &Resolved,
+    n: u64,
+    looked: Option<Option<u64>>,
+    node: u32,
+) -> Result<Reservation, Missed> {
+    let held = Held {
+        db: r.key.db,
+        relid: r.key.relid,
+        kind: Kind::Snowflake,
+    };
+    let lower = Value::from(layout.id_of_tick(seq.next_tick_floor().min(layout.max_tick()), 0));
+    let entry = inflight::hold(seq.at(), held, lower);
+    let t = reserve(layout, seq, r, n, looked)?;
+    inflight::raise(entry, Value::from(layout.id_of_tick(t.first, node)));
+    Ok(t)
 }
 
 /// Reserves `n` ticks, extending the lease when needed and waiting briefly when the sequence

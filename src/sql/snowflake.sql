@@ -421,3 +421,28 @@ CREATE VIEW snowflake_sequences AS
 GRANT SELECT ON snowflake_sequences TO PUBLIC;
 COMMENT ON VIEW snowflake_sequences IS
     'The snowflake sequences of this database: layout, durable lease, and what the cache knows of each';
+
+-- Watermarks, for consumers that page by ID (README, "Paging by ID without skipping a row").
+
+CREATE FUNCTION snowflake_watermark(seq text) RETURNS snowflake
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_watermark';
+COMMENT ON FUNCTION snowflake_watermark(text) IS
+    'Below it, every ID of the sequence made on this server belongs to a transaction that has ended; IDs made later are at or above it';
+
+CREATE FUNCTION snowflake_watermark_holders_rows(OUT sequence regclass, OUT pid integer,
+        OUT transaction xid, OUT prepared boolean, OUT first_id bigint, OUT since timestamptz)
+    RETURNS SETOF record
+    VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_watermark_holders_rows';
+COMMENT ON FUNCTION snowflake_watermark_holders_rows() IS
+    'The rows of snowflake_watermark_holders';
+
+CREATE VIEW snowflake_watermark_holders AS
+    SELECT h.sequence, h.pid, h.transaction, h.prepared,
+           h.first_id::@extschema@.snowflake AS first_id, h.since,
+           pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) h.since AS age
+      FROM @extschema@.snowflake_watermark_holders_rows() h;
+GRANT SELECT ON snowflake_watermark_holders TO PUBLIC;
+COMMENT ON VIEW snowflake_watermark_holders IS
+    'The transactions in flight that hold the watermarks of this database''s snowflake sequences back (sequence NULL: all of them)';

@@ -237,7 +237,7 @@ pub mod types {
         text_datum = "text", bytea = "bytea", cstring = "cstring", internal = "internal",
         timestamptz = "timestamptz", interval = "interval", text_array = "text[]",
         void = "void", snowflake = "snowflake", gdid = "gdid", gdid_datum = "gdid",
-        gdid_or_null = "gdid", regclass = "regclass",
+        gdid_or_null = "gdid", regclass = "regclass", xid = "xid",
         record = "record", trigger = "trigger",
     }
 
@@ -245,6 +245,19 @@ pub mod types {
         type Rust = pgrx::pg_sys::Oid;
         unsafe fn read(d: Datum) -> pgrx::pg_sys::Oid {
             pgrx::pg_sys::Oid::from(d.value() as u32)
+        }
+    }
+    impl Ret for regclass {
+        type Rust = pgrx::pg_sys::Oid;
+        fn datum(r: pgrx::pg_sys::Oid, _: Call<'_>) -> Datum {
+            Datum::from(r)
+        }
+    }
+    /// A transaction ID (32 bits, as PostgreSQL's `xid`).
+    impl Ret for xid {
+        type Rust = u32;
+        fn datum(r: u32, _: Call<'_>) -> Datum {
+            Datum::from(r)
         }
     }
     impl Arg<'_> for bigint {

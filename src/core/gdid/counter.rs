@@ -143,6 +143,15 @@ impl GdidState {
         counter_of(self.word.load(Ordering::Acquire))
     }
 
+    /// The lowest `(era, counter)` a claim from now on can take. The era is read before the
+    /// word: should the era move on in between, every later claim is of a later era, above
+    /// any counter of the one read.
+    pub fn floor(&self) -> (u32, u64) {
+        let era = self.era.load(Ordering::SeqCst);
+        let last = counter_of(self.word.load(Ordering::SeqCst));
+        (era, last.saturating_add(1).min(MAX_COUNTER))
+    }
+
     /// The durable position of the sequence: `(era, first counter not covered)`.
     pub fn lease(&self) -> (u32, u64) {
         (

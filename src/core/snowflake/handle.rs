@@ -177,6 +177,11 @@ impl SnowflakeSeq<'_> {
         Ok(r)
     }
 
+    /// The lowest tick a reservation from now on can take (ticks only grow).
+    pub fn next_tick_floor(&self) -> u64 {
+        self.state().tick.load(Ordering::SeqCst).saturating_add(1)
+    }
+
     /// The last tick handed out (0 before the first).
     pub fn last_tick(&self) -> u64 {
         self.state().tick.load(Ordering::Acquire)

@@ -1,0 +1,145 @@
+//! SQL-facing watermarks (see `sequences::watermark`): the function of each kind and the rows
+//! of the views of what holds them back. Each is declared once, below; their SQL is in
+//! snowflake.sql and gdid.sql.
+
+use crate::core::gdid::counter::GdidState;
+use crate::core::gdid::value::{Gdid, MAX_COUNTER};
+use crate::core::identity::{Kind, SequenceName};
+use crate::core::inflight::Value;
+use crate::core::lease;
+use crate::core::registry::{Registry, SlotRef};
+use crate::core::snowflake::epoch::unix_ms_to_pg_timestamp;
+use crate::core::snowflake::handle::SnowflakeState;
+use crate::core::snowflake::layout::Layout;
+use crate::sequences::catalog::Opened;
+use crate::sequences::watermark::{self, Floors, HolderRow};
+use crate::sql::sqlfn::sql_functions;
+use crate::{guc, node};
+
+sql_functions! {
+    /// Below it, every ID of the sequence made on this server belongs to a transaction that
+    /// has ended; every ID made after the call is at or above it.
+    fn snowflake_watermark(seq: text) -> snowflake [volatile parallel_unsafe] |_| {
+        let node = guc::server().and_then(node::node_now).map_or(0, |(n, _)| n);
+        let v = watermark::watermark(SequenceName::Snowflake(seq), &SnowflakeFloors { node });
+        i64::try_from(v).unwrap_or(i64::MAX)
+    }
+
+    /// As `snowflake_watermark`, for a gdid sequence.
+    fn gdid_watermark(scope: text, sequence: text) -> gdid [volatile parallel_unsafe] |_| {
+        let authority = node::authority_now().map_or(0, |(a, _, _)| a);
+        let floors = GdidFloors { authority };
+        gdid_of(watermark::watermark(SequenceName::Gdid { scope, sequence }, &floors))
+    }
+
+    /// Rows of the snowflake_watermark_holders view.
+    fn snowflake_watermark_holders_rows() -> table(
+        sequence: regclass, pid: integer, transaction: xid, prepared: boolean,
+        first_id: bigint, since: timestamptz
+    ) [volatile parallel_unsafe] |_, emit| {
+        for r in watermark::holder_rows(Kind::Snowflake) {
+            let first = r.value.map(|v| i64::try_from(v).unwrap_or(i64::MAX));
+            let (relid, pid, xid, prepared, since) = common(&r);
+            emit((relid, pid, xid, prepared, first, since));
+        }
+    }
+
+    /// Rows of the gdid_watermark_holders view.
+    fn gdid_watermark_holders_rows() -> table(
+        sequence: regclass, pid: integer, transaction: xid, prepared: boolean,
+        first_gdid: gdid, since: timestamptz
+    ) [volatile parallel_unsafe] |_, emit| {
+        for r in watermark::holder_rows(Kind::Gdid) {
+            let (relid, pid, xid, prepared, since) = common(&r);
+            emit((relid, pid, xid, prepared, r.value.map(gdid_of), since));
+        }
+    }
+}
+
+type Common = (
+    Option<pgrx::pg_sys::Oid>,
+    Option<i32>,
+    Option<u32>,
+    Option<bool>,
+    Option<i64>,
+);
+
+fn common(r: &HolderRow) -> Common {
+    (
+        r.relid,
+        r.pid,
+        r.xid,
+        Some(r.prepared),
+        r.since_ms.map(unix_ms_to_pg_timestamp),
+    )
+}
+
+/// The ID of tick `tick` under `node`, or the largest bigint past the layout's end.
+fn floor_id(layout: &Layout, tick: u64, node: u32) -> Value {
+    if tick > layout.max_tick() || node > layout.max_node() {
+        return Value::from(i64::MAX as u64);
+    }
+    Value::from(layout.id_of_tick(tick, node))
+}
+
+/// Where a snowflake sequence stands, under the node number this server stamps now (0 while
+/// it has none): its next ID is of a later tick than its last, and of this node. A lower node
+/// would put the watermark below the last ID made, which nothing would move past while the
+/// sequence is idle.
+struct SnowflakeFloors {
+    node: u32,
+}
+
+impl Floors for SnowflakeFloors {
+    fn cached(&self, registry: &Registry<'_>, at: SlotRef) -> Option<Value> {
+        let seq = registry.seq::<SnowflakeState>(at)?;
+        Some(floor_id(&seq.layout(), seq.next_tick_floor(), self.node))
+    }
+
+    fn durable(&self, opened: &Opened, stored: Option<i64>) -> Value {
+        let layout = Layout::own(opened.layout.node_bits, opened.layout.epoch_ms);
+        stored.map_or(0, |v| {
+            let end_ms = lease::snowflake_from_value(layout.epoch_ms, v);
+            floor_id(
+                &layout,
+                end_ms.saturating_mul(1 << layout.counter_bits),
+                self.node,
+            )
+        })
+    }
+}
+
+/// A gdid in the order of values: era, then authority and counter.
+pub fn value_of(g: Gdid) -> Value {
+    Value::from(g.era) << 64 | Value::from(g.id)
+}
+
+fn gdid_of(v: Value) -> Gdid {
+    Gdid {
+        era: (v >> 64) as u32,
+        id: v as u64,
+    }
+}
+
+/// Where a gdid sequence stands, under the authority this session stamps now (0 while it has
+/// none), for the same reason as a snowflake sequence's node.
+struct GdidFloors {
+    authority: u8,
+}
+
+impl Floors for GdidFloors {
+    fn cached(&self, registry: &Registry<'_>, at: SlotRef) -> Option<Value> {
+        let (era, counter) = registry.seq::<GdidState>(at)?.state().floor();
+        Some(value_of(Gdid::from_parts(era, self.authority, counter)))
+    }
+
+    fn durable(&self, _: &Opened, stored: Option<i64>) -> Value {
+        stored.and_then(lease::gdid_from_value).map_or(0, |l| {
+            value_of(Gdid::from_parts(
+                l.era,
+                self.authority,
+                l.end.min(MAX_COUNTER),
+            ))
+        })
+    }
+}
