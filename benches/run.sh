@@ -9,6 +9,8 @@
 # over RUNS rounds (default 11), after one warm-up round, with the spread (the middle half of
 # the rounds) beside them. Batches and blocks are per value: 1,000 calls of 1,000, which
 # replace the loop rather than run inside it, so their time is their whole cost per value.
+# Then the cost of one watermark (snowflake_watermark, gdid_watermark), which a consumer takes
+# once per page.
 #
 # Targets: snowflake_next at most 30 ns above the bare loop and at most 0.5 x nextval CACHE 1;
 # gdid_next at most 0.5 x nextval CACHE 1 and at most twice snowflake_next's cost above the
@@ -95,6 +97,33 @@ SELECT round(((sf.median_ms - bare.median_ms) * 1e6 / :n)::numeric, 1) AS snowfl
        round((gb.median_ms / gd.median_ms)::numeric, 2) AS block_vs_gdid_next
   FROM results bare, results sf, results nv, results gd, results gb
  WHERE bare.ord = 1 AND sf.ord = 2 AND nv.ord = 6 AND gd.ord = 4 AND gb.ord = 5;
+-- The watermark, which a consumer takes once per page: reads the sequence and every backend's
+-- values in flight (none here; the scan is the same). Per call, 10,000 calls per round.
+CREATE TEMP TABLE wm_timings (label text, us float8);
+DO \$\$
+DECLARE
+    t0 timestamptz;
+BEGIN
+    FOR r IN 0..$RUNS LOOP
+        t0 := clock_timestamp();
+        PERFORM count(snowflake_watermark('bench')) FROM generate_series(1, 10000);
+        IF r > 0 THEN
+            INSERT INTO wm_timings VALUES ('snowflake_watermark', extract(epoch FROM clock_timestamp() - t0) * 1e6 / 10000);
+        END IF;
+        t0 := clock_timestamp();
+        PERFORM count(gdid_watermark('bench', 'g')) FROM generate_series(1, 10000);
+        IF r > 0 THEN
+            INSERT INTO wm_timings VALUES ('gdid_watermark', extract(epoch FROM clock_timestamp() - t0) * 1e6 / 10000);
+        END IF;
+    END LOOP;
+END \$\$;
+SELECT current_setting('max_connections') AS max_connections \\gset
+\\echo 'The watermark, per call; it reads every backend''s entries (max_connections =' :max_connections '):'
+SELECT label AS function,
+       round((percentile_cont(0.5) WITHIN GROUP (ORDER BY us))::numeric, 2) AS median_us,
+       round((percentile_cont(0.25) WITHIN GROUP (ORDER BY us))::numeric, 2) || ' .. ' ||
+       round((percentile_cont(0.75) WITHIN GROUP (ORDER BY us))::numeric, 2) AS middle_half_us
+  FROM wm_timings GROUP BY label ORDER BY label DESC;
 \\copy (SELECT $pg, label, round(median_ms::numeric, 1), round(q1_ms::numeric, 1), round(q3_ms::numeric, 1), CASE WHEN ord NOT IN (3, 5) THEN round(((median_ms - (SELECT median_ms FROM results WHERE ord = 1)) * 1e6 / $N)::numeric, 1) END, round((median_ms / (SELECT median_ms FROM results WHERE ord = 6))::numeric, 3) FROM results ORDER BY ord) TO STDOUT WITH CSV
 SQL
     pg_stop "$dir/node" immediate
