@@ -317,7 +317,10 @@ fn in_flight(
         kind: Kind::Gdid,
     };
     let (era, counter) = seq.state().floor();
-    let entry = inflight::hold(seq.at(), held, value_of(Gdid::from_parts(era, 0, counter)));
+    // Under the authority the gdid will carry, as the watermark counts (a lower one would put
+    // the entry below a mark already returned, and the mark would move back).
+    let lower = value_of(Gdid::from_parts(era, authority, counter));
+    let entry = inflight::hold(seq.at(), held, lower);
     let t = take(seq, r, authority, claimed_era, n, looked)?;
     inflight::raise(entry, value_of(Gdid::from_parts(t.era, authority, t.first)));
     Ok(t)

@@ -272,7 +272,9 @@ fn in_flight(
         relid: r.key.relid,
         kind: Kind::Snowflake,
     };
-    let lower = Value::from(layout.id_of_tick(seq.next_tick_floor().min(layout.max_tick()), 0));
+    // Under the node the value will carry, as the watermark counts (a lower node would put
+    // the entry below a mark already returned, and the mark would move back).
+    let lower = Value::from(layout.id_of_tick(seq.next_tick_floor().min(layout.max_tick()), node));
     let entry = inflight::hold(seq.at(), held, lower);
     let t = reserve(layout, seq, r, n, looked)?;
     inflight::raise(entry, Value::from(layout.id_of_tick(t.first, node)));

@@ -35,16 +35,21 @@ INSERT INTO wm_events (writer, n) VALUES (0, 0);
 DELETE FROM wm_events;
 
 -- A consumer pages by a mark taken in one statement and read below in the next (whose
--- snapshot is newer), committing each page; it ends with a last page once the writers are
--- done. The naive one reads above the largest ID it has read.
+-- snapshot is newer), committing each page, and starts the next page at the greater of the
+-- two (a mark held at the lowest value reads nothing); it ends with a last page once the
+-- writers are done. A mark never moves back but to the lowest value. The naive one reads
+-- above the largest ID it has read.
 CREATE PROCEDURE consume_sf() LANGUAGE plpgsql AS $$
 DECLARE last bigint := 0; mark bigint; finished boolean := false;
 BEGIN
     FOR i IN 1..200000 LOOP
         finished := (SELECT done FROM wm_done);
         mark := snowflake_watermark('wm_events');
+        IF mark < last AND mark <> 0 THEN
+            RAISE 'the watermark moved back from % to %', last, mark;
+        END IF;
         INSERT INTO seen_sf SELECT id FROM wm_events WHERE id >= last AND id < mark;
-        last := mark;
+        last := greatest(last, mark);
         COMMIT;
         EXIT WHEN finished;
         PERFORM pg_sleep(0.003);
@@ -56,8 +61,11 @@ BEGIN
     FOR i IN 1..200000 LOOP
         finished := (SELECT done FROM wm_done);
         mark := gdid_watermark('wm', 'events');
+        IF mark < last AND mark <> '0:0:0' THEN
+            RAISE 'the watermark moved back from % to %', last, mark;
+        END IF;
         INSERT INTO seen_gd SELECT g FROM wm_events WHERE g >= last AND g < mark;
-        last := mark;
+        last := greatest(last, mark);
         COMMIT;
         EXIT WHEN finished;
         PERFORM pg_sleep(0.003);
