@@ -7,7 +7,6 @@ use pgrx::pg_sys;
 
 unsafe extern "C" {
     // twophase.h; not in pgrx's bindings.
-    fn TwoPhaseGetDummyProc(xid: pg_sys::TransactionId, lock_held: bool) -> *mut pg_sys::PGPROC;
     static max_prepared_xacts: std::ffi::c_int;
 }
 
@@ -22,20 +21,25 @@ fn proc(n: usize) -> Option<&'static pg_sys::PGPROC> {
     }
 }
 
-/// The PGPROC number of `p`.
-fn number_of(p: *const pg_sys::PGPROC) -> Option<usize> {
-    // SAFETY: ProcGlobal lives as long as the server; `p` points into its array.
-    let base = unsafe { pg_sys::ProcGlobal.as_ref()?.allProcs };
-    let offset = (p as usize).checked_sub(base as usize)?;
-    Some(offset / size_of::<pg_sys::PGPROC>())
+/// The PGPROC numbers of prepared transactions.
+fn prepared_numbers() -> std::ops::Range<usize> {
+    // SAFETY: plain reads of values fixed at start.
+    unsafe {
+        match pg_sys::ProcGlobal.as_ref() {
+            Some(g) => {
+                let first = g.allProcCount as usize;
+                first..first + max_prepared_xacts.max(0) as usize
+            }
+            None => 0..0,
+        }
+    }
 }
 
-/// The PGPROC number of prepared transaction `xid`.
+/// The PGPROC number of prepared transaction `xid`, looked up without a lock or an ERROR (for
+/// a transaction callback, where an ERROR would be a PANIC): its PGPROC took the xid when the
+/// transaction was prepared, and keeps it until the PGPROC is used again.
 pub fn prepared_number(xid: u32) -> Option<usize> {
-    // SAFETY: looks `xid` up among the prepared transactions under TwoPhaseStateLock; raises
-    // an ERROR only if there is none, and it was just prepared.
-    let p = unsafe { TwoPhaseGetDummyProc(pg_sys::TransactionId::from(xid), false) };
-    (!p.is_null()).then(|| number_of(p)).flatten()
+    prepared_numbers().find(|&n| proc(n).is_some_and(|p| u32::from(read(&p.xid)) == xid))
 }
 
 /// A field of a PGPROC that its owner may change meanwhile: read once, as it is.
@@ -47,14 +51,7 @@ fn read<T: Copy>(field: &T) -> T {
 /// The prepared transactions of database `db`, by PGPROC number and xid; and some that have
 /// ended (their PGPROC keeps the xid until it is used again: see [`running`]).
 pub fn prepared_in(db: pg_sys::Oid) -> Vec<(usize, u32)> {
-    // SAFETY: plain reads of values fixed at start.
-    let (first, count) = unsafe {
-        match pg_sys::ProcGlobal.as_ref() {
-            Some(g) => (g.allProcCount as usize, max_prepared_xacts.max(0) as usize),
-            None => return vec![],
-        }
-    };
-    (first..first + count)
+    prepared_numbers()
         .filter_map(|n| {
             let p = proc(n)?;
             let xid = u32::from(read(&p.xid));

@@ -115,7 +115,9 @@ unsafe extern "C-unwind" fn at_transaction_end(event: pg_sys::XactEvent::Type, _
             let xid = PREPARING.load(Ordering::Relaxed);
             // The transaction was just prepared under `xid`: its PGPROC stays until COMMIT
             // PREPARED or ROLLBACK PREPARED, which wait for this backend to let go of it.
-            // Holders are sized for every PGPROC, so there is always one to move to.
+            // Holders are sized for every PGPROC, and the prepared transaction's has its xid
+            // (were it not found, the entries would stay here, holding, only until the next
+            // transaction of this backend that generates ends).
             if let Some(p) = procs::prepared_number(xid).filter(|&p| p < holders.capacity()) {
                 holders.move_to_prepared(me, p, xid);
             }
