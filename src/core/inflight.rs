@@ -65,6 +65,8 @@ struct Entry {
     lo: AtomicU64,
     /// When it was published, Unix ms.
     since_ms: AtomicI64,
+    /// Whether a reservation has taken a value under it (its owner's, not read by others).
+    raised: AtomicU32,
 }
 
 impl Entry {
@@ -96,6 +98,7 @@ impl Entry {
         self.hi.store((value >> 64) as u64, Ordering::SeqCst);
         self.lo.store(value as u64, Ordering::SeqCst);
         self.since_ms.store(since_ms, Ordering::SeqCst);
+        self.raised.store(0, Ordering::Relaxed);
         self.end();
     }
 
@@ -137,8 +140,10 @@ pub struct Holder {
     /// entries are moved). A prepared transaction's: the transaction whose entries these are.
     xid: AtomicU32,
     /// Not 0: the transaction took values from more sequences of this database than it has
-    /// entries for, and holds all of them.
+    /// entries for, and holds all of them of the kinds in `overflow_kinds`.
     overflow_db: AtomicU32,
+    /// A bit per kind (`1 << kind_code`) whose sequences the overflow holds.
+    overflow_kinds: AtomicU32,
     entries: [Entry; ENTRIES],
 }
 
@@ -155,10 +160,19 @@ pub struct Seen {
     pub since_ms: i64,
 }
 
+/// What an entry holds back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holding {
+    One(Held),
+    /// Every sequence of this kind of the database (an overflow).
+    All(Kind),
+}
+
 /// What [`Holders::publish`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Published {
-    /// A new entry, to be raised to the value the reservation takes.
+    /// A new entry (or one no reservation took a value under yet), to be raised to the value
+    /// the reservation takes.
     New(usize),
     /// The transaction had one already, holding a value it took earlier: never raised.
     Had,
@@ -185,7 +199,12 @@ impl<'a> Holders<'a> {
     /// `lower` is at or below anything that reservation can take.
     pub fn publish(&self, me: usize, held: Held, lower: Value, now_ms: i64) -> Published {
         let h = &self.all[me];
-        if h.entries.iter().any(|e| e.is(held)) {
+        if let Some(i) = h.entries.iter().position(|e| e.is(held)) {
+            // Published by an attempt that took nothing (its slot was evicted meanwhile, or
+            // it went to look for a fallback): the coming reservation takes the first value.
+            if h.entries[i].raised.load(Ordering::Relaxed) == 0 {
+                return Published::New(i);
+            }
             return Published::Had;
         }
         match h.entries.iter().position(Entry::is_empty) {
@@ -194,6 +213,8 @@ impl<'a> Holders<'a> {
                 Published::New(i)
             }
             None => {
+                h.overflow_kinds
+                    .fetch_or(1 << kind_code(held.kind), Ordering::SeqCst);
                 h.overflow_db.store(held.db, Ordering::SeqCst);
                 Published::Overflow
             }
@@ -209,6 +230,7 @@ impl<'a> Holders<'a> {
         if e.hi.load(Ordering::Relaxed) == (value >> 64) as u64 && (value as u64) > lo {
             e.lo.store(value as u64, Ordering::SeqCst);
         }
+        e.raised.store(1, Ordering::Relaxed);
     }
 
     /// By `me`, once its transaction has ended (and is visible, if it committed).
@@ -218,6 +240,7 @@ impl<'a> Holders<'a> {
             e.clear();
         }
         h.overflow_db.store(0, Ordering::SeqCst);
+        h.overflow_kinds.store(0, Ordering::SeqCst);
         h.xid.store(0, Ordering::SeqCst);
     }
 
@@ -246,6 +269,7 @@ impl<'a> Holders<'a> {
         // What is there belongs to a prepared transaction that has ended (its PGPROC is
         // free again), and readers pass over it by its xid.
         to.overflow_db.store(0, Ordering::SeqCst);
+        to.overflow_kinds.store(0, Ordering::SeqCst);
         to.xid.store(xid, Ordering::SeqCst);
         for (src, dst) in from.entries.iter().zip(&to.entries) {
             match src.kind.load(Ordering::Relaxed) {
@@ -257,15 +281,19 @@ impl<'a> Holders<'a> {
                 },
             }
         }
+        to.overflow_kinds.store(
+            from.overflow_kinds.load(Ordering::Relaxed),
+            Ordering::SeqCst,
+        );
         to.overflow_db
             .store(from.overflow_db.load(Ordering::Relaxed), Ordering::SeqCst);
         self.clear(me);
     }
 
-    /// Everything holding sequences of database `db` back, in the order of the holders: the
-    /// sequence (`None` for an overflow, which holds them all) and what holds it. To be read
-    /// after where the sequence stands (see the module's comment).
-    pub fn scan(&self, db: u32, mut f: impl FnMut(Option<Held>, Seen)) {
+    /// Everything holding sequences of database `db` back, in the order of the holders: which
+    /// sequences, and what holds them. To be read after where the sequence stands (see the
+    /// module's comment).
+    pub fn scan(&self, db: u32, mut f: impl FnMut(Holding, Seen)) {
         for (holder, h) in self.all.iter().enumerate() {
             for e in &h.entries {
                 if let Some((held, value, xid, since_ms)) = e.read().filter(|r| r.0.db == db) {
@@ -275,9 +303,10 @@ impl<'a> Holders<'a> {
                         xid,
                         since_ms,
                     };
-                    f(Some(held), seen);
+                    f(Holding::One(held), seen);
                 }
             }
+            let kinds = h.overflow_kinds.load(Ordering::SeqCst);
             if h.overflow_db.load(Ordering::SeqCst) == db {
                 let seen = Seen {
                     holder,
@@ -285,7 +314,11 @@ impl<'a> Holders<'a> {
                     xid: h.xid.load(Ordering::SeqCst),
                     since_ms: 0,
                 };
-                f(None, seen);
+                for kind in [Kind::Snowflake, Kind::Gdid] {
+                    if kinds & 1 << kind_code(kind) != 0 {
+                        f(Holding::All(kind), seen);
+                    }
+                }
             }
         }
     }
@@ -293,7 +326,7 @@ impl<'a> Holders<'a> {
     /// Everything holding `held` back (see [`Holders::scan`]).
     pub fn holding(&self, held: Held, mut f: impl FnMut(Seen)) {
         self.scan(held.db, |h, seen| {
-            if h.is_none_or(|h| h == held) {
+            if h == Holding::One(held) || h == Holding::All(held.kind) {
                 f(seen)
             }
         });
@@ -332,8 +365,10 @@ mod tests {
         let all = holders(4);
         let h = Holders::new(&all);
         assert_eq!(h.publish(2, ORDERS, 100, 7), Published::New(0));
-        assert_eq!(h.publish(2, ORDERS, 150, 8), Published::Had);
+        // An attempt that took nothing: the next one's value is the first.
+        assert_eq!(h.publish(2, ORDERS, 100, 7), Published::New(0));
         h.raise(2, 0, 120);
+        assert_eq!(h.publish(2, ORDERS, 150, 8), Published::Had);
         h.raise(2, 0, 110); // never lowered
         assert_eq!(
             seen(&h, ORDERS),
@@ -361,7 +396,7 @@ mod tests {
     }
 
     #[test]
-    fn overflow_holds_every_sequence_of_the_database() {
+    fn overflow_holds_every_sequence_of_the_database_and_kind() {
         let all = holders(2);
         let h = Holders::new(&all);
         for relid in 0..ENTRIES as u32 {
@@ -372,6 +407,14 @@ mod tests {
         assert_eq!(seen(&h, OTHER)[0].value, None);
         let elsewhere = Held { db: 6, ..OTHER };
         assert!(seen(&h, elsewhere).is_empty());
+        // Only sequences of the kind it overflowed with.
+        let gdids = Held {
+            kind: Kind::Gdid,
+            ..OTHER
+        };
+        assert!(seen(&h, gdids).is_empty());
+        h.publish(1, gdids, 1, 0);
+        assert_eq!(seen(&h, gdids)[0].value, None);
     }
 
     #[test]

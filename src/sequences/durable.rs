@@ -95,6 +95,34 @@ pub struct ShareLocked {
     relid: Oid,
 }
 
+/// The value of sequence `relid`, which the caller holds a lock on (any mode): `None` if it is
+/// fresh (`is_called` false); `Err` if it is gone (dropped before the lock was taken) or its
+/// page is not a sequence's. Read from the page, without `pg_sequence_last_value`'s
+/// RowExclusiveLock (see [`ShareLocked`]).
+pub fn read_locked(relid: Oid) -> Result<Option<i64>, ()> {
+    // SAFETY: try_relation_open with NoLock (the lock is held) returns NULL for a relation
+    // that no longer exists, else an open relation, closed below; a sequence's block 0 always
+    // exists, and is read pinned and share-locked (nextval and setval change it in place under
+    // an exclusive lock), then released.
+    unsafe {
+        let rel = pg_sys::try_relation_open(relid, pg_sys::NoLock as pg_sys::LOCKMODE);
+        if rel.is_null() {
+            return Err(());
+        }
+        let r = if (*(*rel).rd_rel).relkind as u8 == pg_sys::RELKIND_SEQUENCE {
+            let buf = pg_sys::ReadBuffer(rel, 0);
+            pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_SHARE as i32);
+            let r = sequence_value(pg_sys::BufferGetPage(buf).cast::<u8>());
+            pg_sys::UnlockReleaseBuffer(buf);
+            r
+        } else {
+            Err(())
+        };
+        pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+        r
+    }
+}
+
 /// `SEQ_MAGIC` of sequence.c: the special space of a sequence's page.
 const SEQ_MAGIC: u32 = 0x1717;
 
@@ -114,27 +142,7 @@ impl ShareLocked {
     /// The value of the sequence, `None` if it is fresh (`is_called` false); `Err` if it is
     /// gone (dropped before the lock was taken) or its page is not a sequence's.
     pub fn read(&self) -> Result<Option<i64>, ()> {
-        // SAFETY: try_relation_open with NoLock (the lock is held) returns NULL for a relation
-        // that no longer exists, else an open relation, closed below; a sequence's block 0
-        // always exists, and is read pinned and share-locked (nextval and setval change it in
-        // place under an exclusive lock), then released.
-        unsafe {
-            let rel = pg_sys::try_relation_open(self.relid, pg_sys::NoLock as pg_sys::LOCKMODE);
-            if rel.is_null() {
-                return Err(());
-            }
-            let r = if (*(*rel).rd_rel).relkind as u8 == pg_sys::RELKIND_SEQUENCE {
-                let buf = pg_sys::ReadBuffer(rel, 0);
-                pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_SHARE as i32);
-                let r = sequence_value(pg_sys::BufferGetPage(buf).cast::<u8>());
-                pg_sys::UnlockReleaseBuffer(buf);
-                r
-            } else {
-                Err(())
-            };
-            pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
-            r
-        }
+        read_locked(self.relid)
     }
 
     /// Gives the lock back. (An ERROR before this gives it back with the transaction.)

@@ -11,7 +11,7 @@ use std::sync::atomic::{fence, Ordering};
 use pgrx::pg_sys::{self, Oid};
 
 use crate::core::identity::{Kind, SequenceName};
-use crate::core::inflight::{Held, Seen, Value};
+use crate::core::inflight::{Held, Holding, Seen, Value};
 use crate::core::registry::{Key, Registry, SlotRef};
 use crate::pg::errors::{error, Code};
 use crate::pg::{procs, shmem};
@@ -43,7 +43,7 @@ pub fn watermark(name: SequenceName<'_>, floors: &dyn Floors) -> Value {
         .raise();
     }
     let (relid, opened) = open(name);
-    let lease = durable::read(relid);
+    let lease = durable::read_locked(relid).unwrap_or_else(|()| missing(name));
     let key = Key {
         db: lookup::current_db(),
         relid: relid.to_u32(),
@@ -70,20 +70,12 @@ fn open(name: SequenceName<'_>) -> (Oid, Opened) {
     let relname = name.relation_name().unwrap_or_else(|bad| bad_name(bad));
     let kind = name.kind();
     let schema = catalog::schema(kind);
-    let missing = || -> ! {
-        error(
-            Code::ERRCODE_UNDEFINED_TABLE,
-            format!("{} does not exist", name.described()),
-        )
-        .hint("A sequence is made by the first value generated under its name.")
-        .raise()
-    };
-    let relid = catalog::find(schema.oid, &relname).unwrap_or_else(|| missing());
+    let relid = catalog::find(schema.oid, &relname).unwrap_or_else(|| missing(name));
     // SAFETY: a lock of the current transaction; an ERROR (lock timeout, cancel) aborts it.
     unsafe { pg_sys::LockRelationOid(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
     let opened = match catalog::open(kind, relid) {
         Some(Ok(o)) if catalog::find(schema.oid, &relname) == Some(relid) => o,
-        _ => missing(),
+        _ => missing(name),
     };
     // SAFETY: a plain read of the current user.
     if !privileges::may_read(relid, unsafe { pg_sys::GetUserId() }) {
@@ -95,6 +87,15 @@ fn open(name: SequenceName<'_>) -> (Oid, Opened) {
         .raise();
     }
     (relid, opened)
+}
+
+fn missing(name: SequenceName<'_>) -> ! {
+    error(
+        Code::ERRCODE_UNDEFINED_TABLE,
+        format!("{} does not exist", name.described()),
+    )
+    .hint("A sequence is made by the first value generated under its name.")
+    .raise()
 }
 
 /// The lowest value a transaction in flight holds of `held` (`Value::MAX`: none).
@@ -166,10 +167,14 @@ pub fn holder_rows(kind: Kind) -> Vec<HolderRow> {
     let user = unsafe { pg_sys::GetUserId() };
     let mut rows = vec![];
     holders.scan(db, |h, s| {
-        if h.is_some_and(|h| h.kind != kind) || !holds(&s) {
+        let relid = match h {
+            Holding::One(h) if h.kind == kind => Some(Oid::from(h.relid)),
+            Holding::All(k) if k == kind => None,
+            _ => return,
+        };
+        if !holds(&s) {
             return;
         }
-        let relid = h.map(|h| Oid::from(h.relid));
         if relid.is_some_and(|r| !privileges::may_read(r, user)) {
             return;
         }

@@ -3,6 +3,7 @@
 //! classes around them are in `gdid.sql`.
 
 use std::ffi::CStr;
+use std::sync::atomic::{fence, Ordering};
 
 use pgrx::pg_sys::{self, Datum};
 
@@ -321,6 +322,11 @@ fn in_flight(
     // the entry below a mark already returned, and the mark would move back).
     let lower = value_of(Gdid::from_parts(era, authority, counter));
     let entry = inflight::hold(seq.at(), held, lower);
+    // Still cached after publishing (see snowflake's `in_flight`).
+    fence(Ordering::SeqCst);
+    if !seq.is_current() {
+        return Err(Missed::Evicted);
+    }
     let t = take(seq, r, authority, claimed_era, n, looked)?;
     inflight::raise(entry, value_of(Gdid::from_parts(t.era, authority, t.first)));
     Ok(t)

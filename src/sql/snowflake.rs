@@ -2,6 +2,8 @@
 //! once, below (`sql_functions!`); the rest of their SQL (the domain, views, comments) is in
 //! snowflake.sql.
 
+use std::sync::atomic::{fence, Ordering};
+
 use pgrx::pg_sys::{self, Datum};
 
 use crate::core::identity::{Kind, SequenceName};
@@ -276,6 +278,13 @@ fn in_flight(
     // the entry below a mark already returned, and the mark would move back).
     let lower = Value::from(layout.id_of_tick(seq.next_tick_floor().min(layout.max_tick()), node));
     let entry = inflight::hold(seq.at(), held, lower);
+    // Still cached after publishing: else a watermark that found the sequence gone from the
+    // cache (and counted from its relation's lease) may have missed the entry, and the slot
+    // would hand out values below that lease.
+    fence(Ordering::SeqCst);
+    if !seq.is_current() {
+        return Err(Missed::Evicted);
+    }
     let t = reserve(layout, seq, r, n, looked)?;
     inflight::raise(entry, Value::from(layout.id_of_tick(t.first, node)));
     Ok(t)

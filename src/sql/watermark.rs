@@ -11,23 +11,24 @@ use crate::core::registry::{Registry, SlotRef};
 use crate::core::snowflake::epoch::unix_ms_to_pg_timestamp;
 use crate::core::snowflake::handle::SnowflakeState;
 use crate::core::snowflake::layout::Layout;
+use crate::node;
 use crate::sequences::catalog::Opened;
+use crate::sequences::lookup;
 use crate::sequences::watermark::{self, Floors, HolderRow};
 use crate::sql::sqlfn::sql_functions;
-use crate::{guc, node};
 
 sql_functions! {
     /// Below it, every ID of the sequence made on this server belongs to a transaction that
     /// has ended; every ID made after the call is at or above it.
     fn snowflake_watermark(seq: text) -> snowflake [volatile parallel_unsafe] |_| {
-        let node = guc::server().and_then(node::node_now).map_or(0, |(n, _)| n);
+        let (node, _) = node::node_id(lookup::server());
         let v = watermark::watermark(SequenceName::Snowflake(seq), &SnowflakeFloors { node });
         i64::try_from(v).unwrap_or(i64::MAX)
     }
 
     /// As `snowflake_watermark`, for a gdid sequence.
     fn gdid_watermark(scope: text, sequence: text) -> gdid [volatile parallel_unsafe] |_| {
-        let authority = node::authority_now().map_or(0, |(a, _, _)| a);
+        let (authority, _, _) = node::gdid_authority();
         let floors = GdidFloors { authority };
         gdid_of(watermark::watermark(SequenceName::Gdid { scope, sequence }, &floors))
     }
@@ -82,10 +83,9 @@ fn floor_id(layout: &Layout, tick: u64, node: u32) -> Value {
     Value::from(layout.id_of_tick(tick, node))
 }
 
-/// Where a snowflake sequence stands, under the node number this server stamps now (0 while
-/// it has none): its next ID is of a later tick than its last, and of this node. A lower node
-/// would put the watermark below the last ID made, which nothing would move past while the
-/// sequence is idle.
+/// Where a snowflake sequence stands, under the node number this server stamps: its next ID
+/// is of a later tick than its last, and of this node. A lower node would put the watermark
+/// below the last ID made, which nothing would move past while the sequence is idle.
 struct SnowflakeFloors {
     node: u32,
 }
@@ -93,6 +93,11 @@ struct SnowflakeFloors {
 impl Floors for SnowflakeFloors {
     fn cached(&self, registry: &Registry<'_>, at: SlotRef) -> Option<Value> {
         let seq = registry.seq::<SnowflakeState>(at)?;
+        // Not yet brought up to its relation's lease (a first use under way): where its
+        // relation says it stands.
+        if seq.lease().end == 0 {
+            return None;
+        }
         Some(floor_id(&seq.layout(), seq.next_tick_floor(), self.node))
     }
 
@@ -121,15 +126,21 @@ fn gdid_of(v: Value) -> Gdid {
     }
 }
 
-/// Where a gdid sequence stands, under the authority this session stamps now (0 while it has
-/// none), for the same reason as a snowflake sequence's node.
+/// Where a gdid sequence stands, under the authority this session stamps, for the same reason
+/// as a snowflake sequence's node: the writers' (README: the authority must be the server's,
+/// not set per role or session).
 struct GdidFloors {
     authority: u8,
 }
 
 impl Floors for GdidFloors {
     fn cached(&self, registry: &Registry<'_>, at: SlotRef) -> Option<Value> {
-        let (era, counter) = registry.seq::<GdidState>(at)?.state().floor();
+        let seq = registry.seq::<GdidState>(at)?;
+        // Not yet brought up to its relation's lease: where its relation says it stands.
+        if seq.lease() == lease::Lease::default() {
+            return None;
+        }
+        let (era, counter) = seq.state().floor();
         Some(value_of(Gdid::from_parts(era, self.authority, counter)))
     }
 

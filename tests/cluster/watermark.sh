@@ -193,4 +193,26 @@ expect "$db" "SELECT prepared::text || ' ' || (sequence IS NULL) || ' ' || (firs
 sql "$db" "COMMIT PREPARED 'across'" >/dev/null
 expect "$db" "SELECT snowflake_watermark('wm_events') > max(id) FROM wm_events" t
 expect "$db" "SELECT count(*) FROM wm_events WHERE writer IN (102, 103)" 1
+
+# After a restart, a first use waiting for a lock while a mark is taken: the mark does not move
+# back below the last one (the cache entry exists before it is brought up to its lease).
+before=$(sql "$db" "SELECT snowflake_watermark('wm_events')")
+pg_stop "$db"
+pg_start "$db"
+open_session x "$db"
+send x "BEGIN; ALTER SEQUENCE snowflake.wm_events OWNER TO postgres; SELECT 'locked';"
+wait_until 10 "the lock" grep -q '^locked' "$CLUSTER_ROOT/x.out"
+open_session a "$db"
+send a "BEGIN; SELECT 'first ' || snowflake_next('wm_events');"
+open_session c "$db"
+send c "SELECT 'mark ' || snowflake_watermark('wm_events');"
+wait_until 10 "two sessions waiting for the lock" sql_is "$db" "SELECT count(*) FROM pg_locks WHERE NOT granted" 2
+send x "COMMIT;"
+wait_until 10 "the mark" grep -q '^mark ' "$CLUSTER_ROOT/c.out"
+wait_until 10 "the first ID" grep -q '^first ' "$CLUSTER_ROOT/a.out"
+mark=$(sed -n 's/^mark //p' "$CLUSTER_ROOT/c.out")
+[ "$mark" -ge "$before" ] || fail "the mark moved back from $before to $mark during a first use"
+echo "ok: a mark taken during a first use after a restart: $mark >= $before"
+send a "COMMIT;"
+for s in x a c; do close_session "$s"; done
 echo "watermark: ok"

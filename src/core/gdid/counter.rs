@@ -143,13 +143,26 @@ impl GdidState {
         counter_of(self.word.load(Ordering::Acquire))
     }
 
-    /// The lowest `(era, counter)` a claim from now on can take. The era is read before the
-    /// word: should the era move on in between, every later claim is of a later era, above
-    /// any counter of the one read.
+    /// The lowest `(era, counter)` a claim from now on can take: the era, the word, then the
+    /// era again. Should the era move on between the first two, every later claim is of a
+    /// later era; between the last two, the word may count in the next era (see below).
     pub fn floor(&self) -> (u32, u64) {
-        let era = self.era.load(Ordering::SeqCst);
-        let last = counter_of(self.word.load(Ordering::SeqCst));
-        (era, last.saturating_add(1).min(MAX_COUNTER))
+        // A word read while the era moved on may be the next era's, counting from its start:
+        // read the era again, and again while it moves (under the lease lock, rarely).
+        // A closed word (see `advance_era`) may already sit under the next era, which starts
+        // lower: read until the word is open (or the era's counters are used up for good).
+        let mut era = self.era.load(Ordering::SeqCst);
+        for _ in 0..1_000 {
+            let last = counter_of(self.word.load(Ordering::SeqCst));
+            let again = self.era.load(Ordering::SeqCst);
+            if again == era && last < MAX_COUNTER {
+                return (era, last + 1);
+            }
+            era = again;
+        }
+        // Still moving, or used up: the start of the era, below anything a claim takes from
+        // now on.
+        (era, 0)
     }
 
     /// The durable position of the sequence: `(era, first counter not covered)`.
@@ -258,6 +271,25 @@ pub(crate) mod tests {
         assert_eq!(s.lease(), (1, 500));
         s.extend(600);
         assert_eq!(s.try_take(1), Ok(Taken { era: 1, first: 500 }));
+    }
+
+    /// While the era moves on, the word is closed under the next era before it opens at that
+    /// era's first counters: the floor must not read the closed word as the new era's.
+    #[test]
+    fn floor_waits_for_the_word_of_a_new_era() {
+        let s = GdidState::default();
+        s.extend(1_000);
+        for _ in 0..10 {
+            s.try_take(1).unwrap();
+        }
+        assert_eq!(s.floor(), (0, 11));
+        // advance_era, halfway: closed, then the new era stored.
+        s.word.fetch_or(MAX_COUNTER, Ordering::AcqRel);
+        s.era.store(1, Ordering::Release);
+        assert_eq!(s.floor(), (1, 0));
+        s.advance_era(1, 5, 1_000);
+        assert_eq!(s.floor(), (1, 6));
+        assert_eq!(s.try_take(1).unwrap(), Taken { era: 1, first: 6 });
     }
 
     /// Eight threads take counters while a ninth extends the lease and moves the era on,

@@ -40,6 +40,15 @@ INSERT INTO wm_orders (n) VALUES (12) RETURNING id AS first \gset
 ROLLBACK;
 SELECT snowflake_watermark('wm_orders') > :first AS released_at_rollback;
 
+-- A name's very first value (its sequence made, then continued above the keys already
+-- stored) is where the mark stays, as any first value.
+BEGIN;
+SELECT snowflake_next('wm_brand_new') AS brand_new \gset
+SELECT snowflake_watermark('wm_brand_new') = :brand_new AS held_at_first;
+SELECT first_id = :brand_new AS first_id_matches FROM snowflake_watermark_holders
+ WHERE sequence = 'snowflake.wm_brand_new'::regclass;
+COMMIT;
+
 -- The same for gdids.
 BEGIN;
 INSERT INTO wm_events (n) VALUES (4) RETURNING id AS first \gset
@@ -74,10 +83,13 @@ SELECT snowflake_watermark('wm_orders') > max(id) AS not_held FROM wm_orders;
 COMMIT PREPARED 'wm_p3';
 
 -- A transaction that takes values from more sequences than it has entries for (8) holds
--- every sequence of its database at the lowest value, even one it never used.
+-- every sequence of that kind of its database at the lowest value, even one it never used;
+-- not those of the other kind.
 BEGIN;
 SELECT count(snowflake_next('wm_many_' || i)) FROM generate_series(1, 9) i;
 SELECT snowflake_watermark('wm_orders') AS held_everywhere;
+SELECT gdid_watermark('wm', 'events') > (SELECT max(id) FROM wm_events) AS gdids_not_held;
+SELECT count(*) AS gdid_holders FROM gdid_watermark_holders;
 SELECT count(*) FILTER (WHERE sequence IS NULL AND first_id IS NULL) AS all_held,
        count(*) FILTER (WHERE sequence IS NOT NULL) AS entries
   FROM snowflake_watermark_holders;
