@@ -233,17 +233,19 @@ impl SnowflakeSeq<'_> {
     pub fn restore(&self, lease: Lease) {
         let cb = self.layout().counter_bits;
         let end_tick = lease.end << cb;
+        // The tick first: a reader that sees the lease sees the sequence above it (a
+        // watermark counts from the tick of an entry that has a lease).
+        self.state()
+            .tick
+            .fetch_max(end_tick.saturating_sub(1), Ordering::SeqCst);
         // Only a lease this entry did not make itself moves the sequence without handing
         // anything out (every extension reads the relation back, and finds its own lease
         // there).
-        if self.state().lease_end.fetch_max(end_tick, Ordering::AcqRel) < end_tick {
+        if self.state().lease_end.fetch_max(end_tick, Ordering::SeqCst) < end_tick {
             self.state()
                 .restored_end_ms
                 .fetch_max(lease.end, Ordering::AcqRel);
         }
-        self.state()
-            .tick
-            .fetch_max(end_tick.saturating_sub(1), Ordering::AcqRel);
     }
 
     pub fn stats(&self) -> Stats {
