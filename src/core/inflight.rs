@@ -222,13 +222,20 @@ impl<'a> Holders<'a> {
     }
 
     /// By `me`, after the reservation that followed [`Published::New`]: the value its entry
-    /// `i` holds is `value`, the first the reservation took (at or above what was published). Only within the same high word: a reader reads the two words
-    /// apart, and a lower word raised under another high word would read as another value.
+    /// `i` holds is `value`, the first the reservation took (at or above what was published).
     pub fn raise(&self, me: usize, i: usize, value: Value) {
         let e = &self.all[me].entries[i];
-        let lo = e.lo.load(Ordering::Relaxed);
-        if e.hi.load(Ordering::Relaxed) == (value >> 64) as u64 && (value as u64) > lo {
-            e.lo.store(value as u64, Ordering::SeqCst);
+        let (hi, lo) = (e.hi.load(Ordering::Relaxed), e.lo.load(Ordering::Relaxed));
+        let (new_hi, new_lo) = ((value >> 64) as u64, value as u64);
+        if new_hi == hi && new_lo > lo {
+            e.lo.store(new_lo, Ordering::SeqCst);
+        } else if new_hi > hi {
+            // Readers read `hi`, then `lo`, without the entry's counter (they must not pass
+            // over an entry whose value was taken): the low word to 0 first, then the high
+            // word, then the low word. Whatever pair a reader gets is at most `value`.
+            e.lo.store(0, Ordering::SeqCst);
+            e.hi.store(new_hi, Ordering::SeqCst);
+            e.lo.store(new_lo, Ordering::SeqCst);
         }
         e.raised.store(1, Ordering::Relaxed);
     }
@@ -387,12 +394,12 @@ mod tests {
     }
 
     #[test]
-    fn a_raise_under_another_high_word_is_ignored() {
+    fn a_raise_moves_the_high_word_too() {
         let all = holders(1);
         let h = Holders::new(&all);
         h.publish(0, ORDERS, 3 << 64 | 900, 0);
         h.raise(0, 0, 4 << 64 | 1);
-        assert_eq!(seen(&h, ORDERS)[0].value, Some(3 << 64 | 900));
+        assert_eq!(seen(&h, ORDERS)[0].value, Some(4 << 64 | 1));
     }
 
     #[test]

@@ -42,6 +42,7 @@ pub fn published(at: SlotRef) -> bool {
 pub struct Entry {
     me: usize,
     i: usize,
+    at: SlotRef,
 }
 
 /// Publishes this transaction's entry for `held` (in slot `at`), `lower` at or below anything
@@ -50,24 +51,33 @@ pub struct Entry {
 pub fn hold(at: SlotRef, held: Held, lower: Value) -> Option<Entry> {
     let (holders, me) = (shmem::holders()?, shmem::my_entry()?);
     HOLDS.store(true, Ordering::Relaxed);
-    let entry = match holders.publish(me, held, lower, wallclock::precise_unix_ms()) {
-        Published::New(i) => Some(Entry { me, i }),
+    match holders.publish(me, held, lower, wallclock::precise_unix_ms()) {
+        Published::New(i) => Some(Entry { me, i, at }),
         // An entry holding an earlier value of the transaction (found again through another
         // cache slot), or every sequence of the database held: nothing to raise.
-        Published::Had | Published::Overflow => None,
-    };
+        Published::Had | Published::Overflow => {
+            remember(at);
+            None
+        }
+    }
+}
+
+/// After the reservation: the entry holds the transaction's first value, `first`. Only now
+/// may the fast path take values under it: a reservation that failed (an ERROR a savepoint
+/// caught) leaves it unraised, and the next value raises it.
+pub fn raise(entry: Option<Entry>, first: Value) {
+    if let (Some(e), Some(holders)) = (entry, shmem::holders()) {
+        holders.raise(e.me, e.i, first);
+        remember(e.at);
+    }
+}
+
+/// The fast path may take values of the sequence in slot `at` in this transaction.
+fn remember(at: SlotRef) {
     let n = COUNT.load(Ordering::Relaxed);
     if n < ENTRIES && !published(at) {
         PUBLISHED[n].store(packed(at), Ordering::Relaxed);
         COUNT.store(n + 1, Ordering::Relaxed);
-    }
-    entry
-}
-
-/// After the reservation: the entry holds the transaction's first value, `first`.
-pub fn raise(entry: Option<Entry>, first: Value) {
-    if let (Some(e), Some(holders)) = (entry, shmem::holders()) {
-        holders.raise(e.me, e.i, first);
     }
 }
 

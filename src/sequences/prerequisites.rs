@@ -49,4 +49,15 @@ pub fn require_writable(function: &str) {
         )
         .raise();
     }
+    // As nextval: a parallel worker's transaction ends before the leader's, and would release
+    // the watermark of a value the leader's transaction still holds (see `inflight`).
+    // SAFETY: a plain read of backend-global state.
+    if unsafe { pg_sys::IsInParallelMode() } {
+        error(
+            Code::ERRCODE_INVALID_TRANSACTION_STATE,
+            format!("cannot execute {function} during a parallel operation"),
+        )
+        .hint("A function that calls it must not be marked PARALLEL SAFE.")
+        .raise();
+    }
 }

@@ -116,9 +116,10 @@ fn lowest_held(held: Held) -> Value {
 }
 
 /// Whether what a reader saw still holds: a process's entries until it clears them, a
-/// prepared transaction's while it is prepared.
+/// prepared transaction's while it is prepared (its PGPROC still has its xid, which then is
+/// running: an xid alone could be another transaction's after the xids wrap around).
 fn holds(s: &Seen) -> bool {
-    s.xid == 0 || procs::running(s.xid)
+    s.xid == 0 || (procs::pid_and_xid(s.holder).1 == s.xid && procs::running(s.xid))
 }
 
 /// The prepared transactions of database `db` that hold values nobody knows: prepared before

@@ -319,8 +319,13 @@ fn in_flight(
     };
     let (era, counter) = seq.state().floor();
     // Under the authority the gdid will carry, as the watermark counts (a lower one would put
-    // the entry below a mark already returned, and the mark would move back).
-    let lower = value_of(Gdid::from_parts(era, authority, counter));
+    // the entry below a mark already returned, and the mark would move back). An entry not
+    // yet brought up to its relation's lease says nothing: the lowest value.
+    let lower = if seq.lease() == lease::Lease::default() {
+        0
+    } else {
+        value_of(Gdid::from_parts(era, authority, counter))
+    };
     let entry = inflight::hold(seq.at(), held, lower);
     // Still cached after publishing (see snowflake's `in_flight`).
     fence(Ordering::SeqCst);

@@ -276,7 +276,12 @@ fn in_flight(
     };
     // Under the node the value will carry, as the watermark counts (a lower node would put
     // the entry below a mark already returned, and the mark would move back).
-    let lower = Value::from(layout.id_of_tick(seq.next_tick_floor().min(layout.max_tick()), node));
+    // An entry not yet brought up to its relation's lease says nothing: the lowest value.
+    let lower = if seq.lease().end == 0 {
+        0
+    } else {
+        Value::from(layout.id_of_tick(seq.next_tick_floor().min(layout.max_tick()), node))
+    };
     let entry = inflight::hold(seq.at(), held, lower);
     // Still cached after publishing: else a watermark that found the sequence gone from the
     // cache (and counted from its relation's lease) may have missed the entry, and the slot

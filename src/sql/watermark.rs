@@ -93,10 +93,11 @@ struct SnowflakeFloors {
 impl Floors for SnowflakeFloors {
     fn cached(&self, registry: &Registry<'_>, at: SlotRef) -> Option<Value> {
         let seq = registry.seq::<SnowflakeState>(at)?;
-        // Not yet brought up to its relation's lease (a first use under way): where its
-        // relation says it stands.
+        // Not yet brought up to its relation's lease (a first use under way, or a lease
+        // being made): nobody can say where it stands, not even its relation (a fresh
+        // sequence continues below its first lease).
         if seq.lease().end == 0 {
-            return None;
+            return Some(0);
         }
         Some(floor_id(&seq.layout(), seq.next_tick_floor(), self.node))
     }
@@ -136,9 +137,10 @@ struct GdidFloors {
 impl Floors for GdidFloors {
     fn cached(&self, registry: &Registry<'_>, at: SlotRef) -> Option<Value> {
         let seq = registry.seq::<GdidState>(at)?;
-        // Not yet brought up to its relation's lease: where its relation says it stands.
+        // Not yet brought up to its relation's lease (see the snowflake floor; `gdid_advance`
+        // of a fresh sequence continues below the lease it makes).
         if seq.lease() == lease::Lease::default() {
-            return None;
+            return Some(0);
         }
         let (era, counter) = seq.state().floor();
         Some(value_of(Gdid::from_parts(era, self.authority, counter)))
