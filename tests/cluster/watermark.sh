@@ -195,7 +195,8 @@ expect "$db" "SELECT snowflake_watermark('wm_events') > max(id) FROM wm_events" 
 expect "$db" "SELECT count(*) FROM wm_events WHERE writer IN (102, 103)" 1
 
 # After a restart, a first use waiting for a lock while a mark is taken: the mark does not move
-# back below the last one (the cache entry exists before it is brought up to its lease).
+# back below the last one (the cache entry exists before it is brought up to its lease), but
+# to the lowest value (0) at most, while nobody can say where the sequence stands.
 before=$(sql "$db" "SELECT snowflake_watermark('wm_events')")
 pg_stop "$db"
 pg_start "$db"
@@ -211,7 +212,7 @@ send x "COMMIT;"
 wait_until 10 "the mark" grep -q '^mark ' "$CLUSTER_ROOT/c.out"
 wait_until 10 "the first ID" grep -q '^first ' "$CLUSTER_ROOT/a.out"
 mark=$(sed -n 's/^mark //p' "$CLUSTER_ROOT/c.out")
-[ "$mark" -ge "$before" ] || fail "the mark moved back from $before to $mark during a first use"
+[ "$mark" = 0 ] || [ "$mark" -ge "$before" ] || fail "the mark moved back from $before to $mark during a first use"
 echo "ok: a mark taken during a first use after a restart: $mark >= $before"
 send a "COMMIT;"
 for s in x a c; do close_session "$s"; done

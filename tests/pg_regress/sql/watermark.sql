@@ -110,6 +110,19 @@ SELECT gdid_watermark('wm', 'never_used');
 SELECT snowflake_watermark('');
 SELECT gdid_watermark('', 'events');
 SELECT snowflake_watermark(repeat('x', 64));
+-- Generators refuse in a parallel operation (a worker's transaction would end before the
+-- leader's, releasing a value still in flight), as nextval does: 25000.
+CREATE FUNCTION wm_parallel_next() RETURNS bigint LANGUAGE sql PARALLEL SAFE
+    AS $$ SELECT snowflake_next('wm_orders') $$;
+CREATE TABLE wm_one AS SELECT 1 AS x;
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END, 'on', false);
+SELECT wm_parallel_next() FROM wm_one;
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END, 'off', false);
+SELECT wm_parallel_next() > 0 AS outside_a_parallel_operation;
+DROP TABLE wm_one;
+DROP FUNCTION wm_parallel_next();
 \set VERBOSITY default
 SELECT snowflake_watermark('wm_never_used');
 CREATE ROLE wm_reader;
