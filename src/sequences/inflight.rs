@@ -5,7 +5,7 @@
 //! every later value of the transaction costs the fast path one comparison.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use pgrx::pg_guard;
 use pgrx::pg_sys;
@@ -14,6 +14,7 @@ use crate::core::inflight::{Held, Published, Value, ENTRIES};
 use crate::core::registry::SlotRef;
 use crate::core::wallclock;
 use crate::pg::{procs, shmem};
+use crate::sequences::fallback::Missed;
 
 /// The slots (`idx << 32 | generation`) this transaction has published an entry for, and
 /// how many. Process-local: a backend is one thread; loads and stores only.
@@ -45,10 +46,34 @@ pub struct Entry {
     at: SlotRef,
 }
 
+/// A reservation (`reserve`) from the sequence `held` in cache slot `at`, with the
+/// transaction's values of it published as in flight first: `lower` is at or below anything
+/// the reservation can take, `first` the first value it took. The slot must still hold the
+/// sequence after publishing (`is_current`, read behind a full fence): else a watermark that
+/// found the sequence gone from the cache, and counted from its relation's lease, may have
+/// missed the entry, and the slot would hand out values below that lease.
+pub fn reserving<T>(
+    at: SlotRef,
+    held: Held,
+    lower: Value,
+    is_current: impl Fn() -> bool,
+    reserve: impl FnOnce() -> Result<T, Missed>,
+    first: impl Fn(&T) -> Value,
+) -> Result<T, Missed> {
+    let entry = hold(at, held, lower);
+    fence(Ordering::SeqCst);
+    if !is_current() {
+        return Err(Missed::Evicted);
+    }
+    let t = reserve()?;
+    raise(entry, first(&t));
+    Ok(t)
+}
+
 /// Publishes this transaction's entry for `held` (in slot `at`), `lower` at or below anything
 /// its coming reservation takes, unless it has one. Before that reservation; `Some` if the
 /// entry is new, to be raised to the reservation's first value.
-pub fn hold(at: SlotRef, held: Held, lower: Value) -> Option<Entry> {
+fn hold(at: SlotRef, held: Held, lower: Value) -> Option<Entry> {
     let (holders, me) = (shmem::holders()?, shmem::my_entry()?);
     HOLDS.store(true, Ordering::Relaxed);
     match holders.publish(me, held, lower, wallclock::precise_unix_ms()) {
@@ -65,7 +90,7 @@ pub fn hold(at: SlotRef, held: Held, lower: Value) -> Option<Entry> {
 /// After the reservation: the entry holds the transaction's first value, `first`. Only now
 /// may the fast path take values under it: a reservation that failed (an ERROR a savepoint
 /// caught) leaves it unraised, and the next value raises it.
-pub fn raise(entry: Option<Entry>, first: Value) {
+fn raise(entry: Option<Entry>, first: Value) {
     if let (Some(e), Some(holders)) = (entry, shmem::holders()) {
         holders.raise(e.me, e.i, first);
         remember(e.at);
@@ -99,6 +124,11 @@ fn forget() {
 #[pg_guard]
 unsafe extern "C-unwind" fn at_transaction_end(event: pg_sys::XactEvent::Type, _arg: *mut c_void) {
     use pg_sys::XactEvent::*;
+    // Every transaction of every process comes here: most published nothing.
+    let nothing = !HOLDS.load(Ordering::Relaxed) && PREPARING.load(Ordering::Relaxed) == 0;
+    if nothing && !matches!(event, XACT_EVENT_PRE_PREPARE | XACT_EVENT_PREPARE) {
+        return;
+    }
     let (Some(holders), Some(me)) = (shmem::holders(), shmem::my_entry()) else {
         return;
     };
@@ -109,9 +139,7 @@ unsafe extern "C-unwind" fn at_transaction_end(event: pg_sys::XactEvent::Type, _
         | XACT_EVENT_ABORT
         | XACT_EVENT_PARALLEL_COMMIT
         | XACT_EVENT_PARALLEL_ABORT => {
-            if HOLDS.load(Ordering::Relaxed) || PREPARING.load(Ordering::Relaxed) != 0 {
-                holders.clear(me);
-            }
+            holders.clear(me);
             forget();
         }
         XACT_EVENT_PRE_PREPARE => {

@@ -3,7 +3,6 @@
 //! classes around them are in `gdid.sql`.
 
 use std::ffi::CStr;
-use std::sync::atomic::{fence, Ordering};
 
 use pgrx::pg_sys::{self, Datum};
 
@@ -24,7 +23,7 @@ use crate::sequences::{callsite, catalog, durable, inflight, lifecycle, privileg
 use crate::sql::fmgr::{self, Call};
 use crate::sql::gdid_datum::palloc;
 use crate::sql::sqlfn::sql_functions;
-use crate::sql::watermark::value_of;
+use crate::sql::watermark;
 use crate::{detection, node, pg::shmem, sequences::lookup, sequences::prerequisites};
 
 sql_functions! {
@@ -303,7 +302,8 @@ fn load(seq: GdidSeq<'_>, r: &Resolved) {
 }
 
 /// [`take`], the transaction's gdids of the sequence published as in flight first, for the
-/// watermarks (see `sequences::inflight`).
+/// watermarks (see `sequences::inflight`), under the authority the gdids will carry, as the
+/// watermark counts.
 fn in_flight(
     seq: GdidSeq<'_>,
     r: &Resolved,
@@ -317,24 +317,14 @@ fn in_flight(
         relid: r.key.relid,
         kind: Kind::Gdid,
     };
-    let (era, counter) = seq.state().floor();
-    // Under the authority the gdid will carry, as the watermark counts (a lower one would put
-    // the entry below a mark already returned, and the mark would move back). An entry not
-    // yet brought up to its relation's lease says nothing: the lowest value.
-    let lower = if seq.lease() == lease::Lease::default() {
-        0
-    } else {
-        value_of(Gdid::from_parts(era, authority, counter))
-    };
-    let entry = inflight::hold(seq.at(), held, lower);
-    // Still cached after publishing (see snowflake's `in_flight`).
-    fence(Ordering::SeqCst);
-    if !seq.is_current() {
-        return Err(Missed::Evicted);
-    }
-    let t = take(seq, r, authority, claimed_era, n, looked)?;
-    inflight::raise(entry, value_of(Gdid::from_parts(t.era, authority, t.first)));
-    Ok(t)
+    inflight::reserving(
+        seq.at(),
+        held,
+        watermark::gdid_floor(&seq, authority),
+        || seq.is_current(),
+        || take(seq, r, authority, claimed_era, n, looked),
+        |t| Gdid::from_parts(t.era, authority, t.first).order_value(),
+    )
 }
 
 /// `n` consecutive counters, the lease extended (or the era moved on) as needed. A fresh

@@ -2,8 +2,6 @@
 //! once, below (`sql_functions!`); the rest of their SQL (the domain, views, comments) is in
 //! snowflake.sql.
 
-use std::sync::atomic::{fence, Ordering};
-
 use pgrx::pg_sys::{self, Datum};
 
 use crate::core::identity::{Kind, SequenceName};
@@ -21,6 +19,7 @@ use crate::sequences::resolve::{resolve, Purpose, Resolved};
 use crate::sequences::{callsite, catalog, durable, inflight, lifecycle, privileges};
 use crate::sql::fmgr::{self, Call};
 use crate::sql::sqlfn::sql_functions;
+use crate::sql::watermark;
 use crate::{
     detection, guc, node, pg::errors, pg::shmem, sequences::lookup, sequences::prerequisites,
 };
@@ -260,7 +259,8 @@ fn next_batch(call: Call<'_>, name: &[u8], n: i32) -> Datum {
 }
 
 /// [`reserve`], the transaction's values of the sequence published as in flight first, for
-/// the watermarks (see `sequences::inflight`).
+/// the watermarks (see `sequences::inflight`), under the node the IDs will carry, as the
+/// watermark counts.
 fn in_flight(
     layout: &Layout,
     seq: SnowflakeSeq<'_>,
@@ -274,25 +274,14 @@ fn in_flight(
         relid: r.key.relid,
         kind: Kind::Snowflake,
     };
-    // Under the node the value will carry, as the watermark counts (a lower node would put
-    // the entry below a mark already returned, and the mark would move back).
-    // An entry not yet brought up to its relation's lease says nothing: the lowest value.
-    let lower = if seq.lease().end == 0 {
-        0
-    } else {
-        Value::from(layout.id_of_tick(seq.next_tick_floor().min(layout.max_tick()), node))
-    };
-    let entry = inflight::hold(seq.at(), held, lower);
-    // Still cached after publishing: else a watermark that found the sequence gone from the
-    // cache (and counted from its relation's lease) may have missed the entry, and the slot
-    // would hand out values below that lease.
-    fence(Ordering::SeqCst);
-    if !seq.is_current() {
-        return Err(Missed::Evicted);
-    }
-    let t = reserve(layout, seq, r, n, looked)?;
-    inflight::raise(entry, Value::from(layout.id_of_tick(t.first, node)));
-    Ok(t)
+    inflight::reserving(
+        seq.at(),
+        held,
+        watermark::snowflake_floor(&seq, node),
+        || seq.is_current(),
+        || reserve(layout, seq, r, n, looked),
+        |t| Value::from(layout.id_of_tick(t.first, node)),
+    )
 }
 
 /// Reserves `n` ticks, extending the lease when needed and waiting briefly when the sequence

@@ -3,13 +3,14 @@
 //! snowflake.sql and gdid.sql.
 
 use crate::core::gdid::counter::GdidState;
+use crate::core::gdid::handle::GdidSeq;
 use crate::core::gdid::value::{Gdid, MAX_COUNTER};
 use crate::core::identity::{Kind, SequenceName};
 use crate::core::inflight::Value;
 use crate::core::lease;
 use crate::core::registry::{Registry, SlotRef};
 use crate::core::snowflake::epoch::unix_ms_to_pg_timestamp;
-use crate::core::snowflake::handle::SnowflakeState;
+use crate::core::snowflake::handle::{SnowflakeSeq, SnowflakeState};
 use crate::core::snowflake::layout::Layout;
 use crate::node;
 use crate::sequences::catalog::Opened;
@@ -30,7 +31,7 @@ sql_functions! {
     fn gdid_watermark(scope: text, sequence: text) -> gdid [volatile parallel_unsafe] |_| {
         let (authority, _, _) = node::gdid_authority();
         let floors = GdidFloors { authority };
-        gdid_of(watermark::watermark(SequenceName::Gdid { scope, sequence }, &floors))
+        Gdid::from_order_value(watermark::watermark(SequenceName::Gdid { scope, sequence }, &floors))
     }
 
     /// Rows of the snowflake_watermark_holders view.
@@ -52,7 +53,7 @@ sql_functions! {
     ) [volatile parallel_unsafe] |_, emit| {
         for r in watermark::holder_rows(Kind::Gdid) {
             let (relid, pid, xid, prepared, since) = common(&r);
-            emit((relid, pid, xid, prepared, r.value.map(gdid_of), since));
+            emit((relid, pid, xid, prepared, r.value.map(Gdid::from_order_value), since));
         }
     }
 }
@@ -83,23 +84,43 @@ fn floor_id(layout: &Layout, tick: u64, node: u32) -> Value {
     Value::from(layout.id_of_tick(tick, node))
 }
 
-/// Where a snowflake sequence stands, under the node number this server stamps: its next ID
+/// Where a cached snowflake sequence stands, under the node number its IDs carry: its next ID
 /// is of a later tick than its last, and of this node. A lower node would put the watermark
-/// below the last ID made, which nothing would move past while the sequence is idle.
+/// (or an entry in flight) below the last ID made, which nothing would move past while the
+/// sequence is idle. Read by the watermark, and by a generator for the entry it publishes.
+pub fn snowflake_floor(seq: &SnowflakeSeq<'_>, node: u32) -> Value {
+    // Not yet brought up to its relation's lease (a first use under way, or a lease being
+    // made): nobody can say where it stands, not even its relation (a fresh sequence
+    // continues below its first lease). The lowest value.
+    if seq.lease().end == 0 {
+        return 0;
+    }
+    floor_id(&seq.layout(), seq.next_tick_floor(), node)
+}
+
+/// Where a cached gdid sequence stands, under the authority its gdids carry, as for a
+/// snowflake sequence's node (the writers' authority: README, the authority must be the
+/// server's, not set per role or session).
+pub fn gdid_floor(seq: &GdidSeq<'_>, authority: u8) -> Value {
+    // Not yet brought up to its relation's lease (see `snowflake_floor`; `gdid_advance` of a
+    // fresh sequence continues below the lease it makes).
+    if seq.lease() == lease::Lease::default() {
+        return 0;
+    }
+    let (era, counter) = seq.state().floor();
+    Gdid::from_parts(era, authority, counter).order_value()
+}
+
 struct SnowflakeFloors {
     node: u32,
 }
 
 impl Floors for SnowflakeFloors {
     fn cached(&self, registry: &Registry<'_>, at: SlotRef) -> Option<Value> {
-        let seq = registry.seq::<SnowflakeState>(at)?;
-        // Not yet brought up to its relation's lease (a first use under way, or a lease
-        // being made): nobody can say where it stands, not even its relation (a fresh
-        // sequence continues below its first lease).
-        if seq.lease().end == 0 {
-            return Some(0);
-        }
-        Some(floor_id(&seq.layout(), seq.next_tick_floor(), self.node))
+        Some(snowflake_floor(
+            &registry.seq::<SnowflakeState>(at)?,
+            self.node,
+        ))
     }
 
     fn durable(&self, opened: &Opened, stored: Option<i64>) -> Value {
@@ -115,44 +136,18 @@ impl Floors for SnowflakeFloors {
     }
 }
 
-/// A gdid in the order of values: era, then authority and counter.
-pub fn value_of(g: Gdid) -> Value {
-    Value::from(g.era) << 64 | Value::from(g.id)
-}
-
-fn gdid_of(v: Value) -> Gdid {
-    Gdid {
-        era: (v >> 64) as u32,
-        id: v as u64,
-    }
-}
-
-/// Where a gdid sequence stands, under the authority this session stamps, for the same reason
-/// as a snowflake sequence's node: the writers' (README: the authority must be the server's,
-/// not set per role or session).
 struct GdidFloors {
     authority: u8,
 }
 
 impl Floors for GdidFloors {
     fn cached(&self, registry: &Registry<'_>, at: SlotRef) -> Option<Value> {
-        let seq = registry.seq::<GdidState>(at)?;
-        // Not yet brought up to its relation's lease (see the snowflake floor; `gdid_advance`
-        // of a fresh sequence continues below the lease it makes).
-        if seq.lease() == lease::Lease::default() {
-            return Some(0);
-        }
-        let (era, counter) = seq.state().floor();
-        Some(value_of(Gdid::from_parts(era, self.authority, counter)))
+        Some(gdid_floor(&registry.seq::<GdidState>(at)?, self.authority))
     }
 
     fn durable(&self, _: &Opened, stored: Option<i64>) -> Value {
         stored.and_then(lease::gdid_from_value).map_or(0, |l| {
-            value_of(Gdid::from_parts(
-                l.era,
-                self.authority,
-                l.end.min(MAX_COUNTER),
-            ))
+            Gdid::from_parts(l.era, self.authority, l.end.min(MAX_COUNTER)).order_value()
         })
     }
 }

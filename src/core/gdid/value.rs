@@ -64,6 +64,19 @@ impl Gdid {
         }
     }
 
+    /// A number in the order of gdids (era, then authority and counter).
+    pub const fn order_value(self) -> u128 {
+        (self.era as u128) << 64 | self.id as u128
+    }
+
+    /// The gdid of [`Gdid::order_value`]'s number.
+    pub const fn from_order_value(v: u128) -> Gdid {
+        Gdid {
+            era: (v >> 64) as u32,
+            id: v as u64,
+        }
+    }
+
     pub const fn authority(self) -> u8 {
         (self.id >> 60) as u8
     }
