@@ -22,6 +22,14 @@ SELECT snowflake_from_timestamp(now());
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM snowflake_sequences;
 \echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_watermark('orders');
+\echo :LAST_ERROR_SQLSTATE
+SELECT gdid_watermark('billing', 'invoices');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_watermark_holders;
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM gdid_watermark_holders;
+\echo :LAST_ERROR_SQLSTATE
 CREATE TABLE t (id snowflake PRIMARY KEY DEFAULT snowflake_next('t'));
 INSERT INTO t DEFAULT VALUES;
 \echo :LAST_ERROR_SQLSTATE
