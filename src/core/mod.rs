@@ -9,6 +9,7 @@ pub mod dbtext;
 pub mod epochs;
 pub mod gdid;
 pub mod identity;
+pub mod idrange;
 pub mod inflight;
 pub mod lease;
 pub mod membarrier;

@@ -3,6 +3,7 @@
 //! segments and their locks (`shmem`), the PGPROC array (`procs`).
 
 pub(crate) mod errors;
+pub(crate) mod exprs;
 pub(crate) mod pgcompat;
 pub(crate) mod procs;
 pub(crate) mod shmem;

@@ -12,6 +12,7 @@ use std::marker::PhantomData;
 
 use pgrx::pg_sys::{self, Datum, FunctionCallInfo};
 
+use crate::core::idrange::End;
 use crate::pg::errors;
 
 /// One call of a V1 function: its arguments, typed as the SQL declaration types them.
@@ -169,6 +170,31 @@ pub fn interval_ms(ms: i64) -> Datum {
         })
     };
     Datum::from(p)
+}
+
+/// Whether an `int8range` argument is empty, and its ends.
+///
+/// # Safety
+/// `d` is a non-null int8range (or a range of another subtype passed by value as int8 is:
+/// none is declared so).
+pub unsafe fn int8range_ends(d: Datum) -> (bool, End, End) {
+    // SAFETY: per the contract, a range Datum; detoasting and reading it through its type's
+    // cache is DatumGetRangeTypeP + range_deserialize, which raise (through pgrx's guard)
+    // only for a broken datum.
+    unsafe {
+        let r = pg_sys::pg_detoast_datum(d.cast_mut_ptr()).cast::<pg_sys::RangeType>();
+        let cache =
+            pg_sys::lookup_type_cache((*r).rangetypid, pg_sys::TYPECACHE_RANGE_INFO as c_int);
+        let (mut lower, mut upper) = (pg_sys::RangeBound::default(), pg_sys::RangeBound::default());
+        let mut empty = false;
+        pg_sys::range_deserialize(cache, r, &mut lower, &mut upper, &mut empty);
+        let end = |b: pg_sys::RangeBound| match (b.infinite, b.inclusive) {
+            (true, _) => End::Unbounded,
+            (false, true) => End::Inclusive(b.val.value() as i64),
+            (false, false) => End::Exclusive(b.val.value() as i64),
+        };
+        (empty, end(lower), end(upper))
+    }
 }
 
 /// A value-per-call set-returning function: `start` runs on the first call and returns the

@@ -252,3 +252,16 @@ CREATE VIEW gdid_watermark_holders AS
 GRANT SELECT ON gdid_watermark_holders TO PUBLIC;
 COMMENT ON VIEW gdid_watermark_holders IS
     'The transactions in flight that hold the watermarks of this database''s gdid sequences back (sequence NULL: all of them)';
+
+-- A gdid as a UUID (README, "IDs outside the database"): version 8, its 96 bits in order, so
+-- UUIDs sort as the gdids do. Not random.
+
+CREATE FUNCTION gdid_to_uuid(g gdid) RETURNS uuid
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_to_uuid';
+COMMENT ON FUNCTION gdid_to_uuid(gdid) IS 'The gdid as a version-8 UUID that sorts as the gdid; not random';
+
+CREATE FUNCTION gdid_from_uuid(u uuid) RETURNS gdid
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_from_uuid';
+COMMENT ON FUNCTION gdid_from_uuid(uuid) IS 'The gdid whose version-8 UUID this is';

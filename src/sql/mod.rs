@@ -4,7 +4,9 @@
 //! earlier releases (`compat`).
 
 pub(crate) mod compat;
+pub(crate) mod containment;
 pub(crate) mod fmgr;
+pub(crate) mod forms;
 pub(crate) mod gdid;
 pub(crate) mod gdid_datum;
 pub(crate) mod gdid_ops;
@@ -24,4 +26,6 @@ pub(crate) const SQL_FUNCTIONS: &[&[sqlfn::SqlFunction]] = &[
     gdid_ops::FUNCTIONS,
     node::FUNCTIONS,
     watermark::FUNCTIONS,
+    forms::FUNCTIONS,
+    containment::FUNCTIONS,
 ];

@@ -424,7 +424,7 @@ fn refuse(refusal: Refusal, bounds: &Bounds, r: &Resolved, n: u64) -> ! {
 // Decoders
 
 /// The DETAIL of every "outside the layout's time range" error.
-fn layout_range(layout: &Layout) -> String {
+pub(crate) fn layout_range(layout: &Layout) -> String {
     format!(
         "IDs of this layout cover {} to {}.",
         format_utc(layout.epoch_ms),
@@ -433,11 +433,11 @@ fn layout_range(layout: &Layout) -> String {
 }
 
 /// The server's layout; needs the library preloaded because the layout settings do.
-fn own_layout() -> &'static Layout {
+pub(crate) fn own_layout() -> &'static Layout {
     &lookup::server().layout
 }
 
-fn named_layout(name: &[u8]) -> &'static Layout {
+pub(crate) fn named_layout(name: &[u8]) -> &'static Layout {
     match preset(name) {
         Some(p) => &p.layout,
         None => error(
@@ -449,7 +449,7 @@ fn named_layout(name: &[u8]) -> &'static Layout {
     }
 }
 
-fn parts(layout: &Layout, id: i64) -> Parts {
+pub(crate) fn parts(layout: &Layout, id: i64) -> Parts {
     layout.decode(id as u64).unwrap_or_else(|_| {
         error(
             Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,

@@ -446,3 +446,97 @@ CREATE VIEW snowflake_watermark_holders AS
 GRANT SELECT ON snowflake_watermark_holders TO PUBLIC;
 COMMENT ON VIEW snowflake_watermark_holders IS
     'The transactions in flight that hold the watermarks of this database''s snowflake sequences back (sequence NULL: all of them)';
+
+-- IDs as key ranges: `id <@ snowflake_range(from, to)` on the key, planned as two comparisons
+-- of it (snowflake_range_support), so that it scans a btree range and prunes partitions, on
+-- every major. PostgreSQL matches an operator of the domain exactly before its polymorphic
+-- `anyelement <@ anyrange`, which would take the key as bigint and read every row.
+
+CREATE FUNCTION snowflake_range_support(req internal) RETURNS internal
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_range_support';
+COMMENT ON FUNCTION snowflake_range_support(internal) IS
+    'Planner support of <@ and @> between snowflake and int8range: the two comparisons of the key they mean';
+
+CREATE FUNCTION snowflake_range_first(r int8range) RETURNS bigint
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_range_first';
+COMMENT ON FUNCTION snowflake_range_first(int8range) IS
+    'The smallest value an int8range holds (bigint''s largest if it is empty): id <@ r is id >= snowflake_range_first(r) AND id <= snowflake_range_last(r)';
+
+CREATE FUNCTION snowflake_range_last(r int8range) RETURNS bigint
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_range_last';
+COMMENT ON FUNCTION snowflake_range_last(int8range) IS
+    'The largest value an int8range holds (bigint''s smallest if it is empty)';
+
+CREATE FUNCTION snowflake_contained_by(id snowflake, r int8range) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE SUPPORT @extschema@.snowflake_range_support
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_contained_by';
+COMMENT ON FUNCTION snowflake_contained_by(snowflake, int8range) IS 'id <@ r: the range holds the ID';
+
+CREATE FUNCTION snowflake_range_contains(r int8range, id snowflake) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE SUPPORT @extschema@.snowflake_range_support
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_range_contains';
+COMMENT ON FUNCTION snowflake_range_contains(int8range, snowflake) IS 'r @> id: the range holds the ID';
+
+CREATE OPERATOR @extschema@.<@ (
+    LEFTARG = snowflake, RIGHTARG = int8range, FUNCTION = @extschema@.snowflake_contained_by,
+    COMMUTATOR = OPERATOR(@extschema@.@>)
+);
+COMMENT ON OPERATOR @extschema@.<@ (snowflake, int8range) IS 'The range holds the ID';
+
+CREATE OPERATOR @extschema@.@> (
+    LEFTARG = int8range, RIGHTARG = snowflake, FUNCTION = @extschema@.snowflake_range_contains,
+    COMMUTATOR = OPERATOR(@extschema@.<@)
+);
+COMMENT ON OPERATOR @extschema@.@> (int8range, snowflake) IS 'The range holds the ID';
+
+-- IDs outside the database (README, "IDs outside the database"): short text forms, fixed
+-- width, whose byte order (COLLATE "C") is the IDs' order; and a UUIDv7 of an ID, whose first
+-- 48 bits are its Unix milliseconds and whose last bits its node and counter. None of them is
+-- random.
+
+CREATE FUNCTION snowflake_to_base32(id bigint) RETURNS text
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_to_base32';
+COMMENT ON FUNCTION snowflake_to_base32(bigint) IS
+    'The ID in 13 characters of Crockford''s base32 (the ULID alphabet)';
+
+CREATE FUNCTION snowflake_from_base32(text text) RETURNS snowflake
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_from_base32';
+COMMENT ON FUNCTION snowflake_from_base32(text) IS
+    'The ID of 13 characters of Crockford''s base32: either case, I and L read as 1, O as 0';
+
+CREATE FUNCTION snowflake_to_base62(id bigint) RETURNS text
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_to_base62';
+COMMENT ON FUNCTION snowflake_to_base62(bigint) IS
+    'The ID in 11 characters of base62 (0-9, A-Z, a-z)';
+
+CREATE FUNCTION snowflake_from_base62(text text) RETURNS snowflake
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_from_base62';
+COMMENT ON FUNCTION snowflake_from_base62(text) IS 'The ID of 11 characters of base62';
+
+CREATE FUNCTION snowflake_to_uuid(id bigint) RETURNS uuid
+    STABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_to_uuid';
+COMMENT ON FUNCTION snowflake_to_uuid(bigint) IS
+    'The ID as a UUIDv7: its Unix milliseconds, then its node and counter; not random';
+
+CREATE FUNCTION snowflake_from_uuid(u uuid) RETURNS snowflake
+    STABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_from_uuid';
+COMMENT ON FUNCTION snowflake_from_uuid(uuid) IS 'The ID of this server''s layout whose UUIDv7 this is';
+
+CREATE FUNCTION snowflake_to_uuid(id bigint, layout text) RETURNS uuid
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_to_uuid_in_layout';
+COMMENT ON FUNCTION snowflake_to_uuid(bigint, text) IS 'An ID of a named layout as a UUIDv7';
+
+CREATE FUNCTION snowflake_from_uuid(u uuid, layout text) RETURNS bigint
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_from_uuid_in_layout';
+COMMENT ON FUNCTION snowflake_from_uuid(uuid, text) IS 'The ID of a named layout whose UUIDv7 this is';

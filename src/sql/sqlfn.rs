@@ -73,6 +73,8 @@ pub struct Markings {
     pub leakproof: bool,
     /// The planner's estimate of a set-returning function's rows.
     pub rows: Option<u32>,
+    /// The planner support function (`SUPPORT`), of the extension's schema.
+    pub support: Option<&'static str>,
     /// The function cannot fail (comparisons, hashes: called once per tuple by indexes and
     /// joins): it runs without the error boundary, and a panic aborts.
     pub nothrow: bool,
@@ -85,6 +87,7 @@ impl Markings {
             parallel: Parallel::Unsafe,
             leakproof: false,
             rows: None,
+            support: None,
             nothrow: false,
         }
     }
@@ -127,6 +130,12 @@ impl Markings {
     pub const fn rows(self, n: u32) -> Self {
         Markings {
             rows: Some(n),
+            ..self
+        }
+    }
+    pub const fn support(self, name: &'static str) -> Self {
+        Markings {
+            support: Some(name),
             ..self
         }
     }
@@ -203,6 +212,7 @@ pub mod types {
     use pgrx::pg_sys::Datum;
 
     use crate::core::gdid::value::Gdid;
+    use crate::core::idrange::End;
     use crate::sql::fmgr::{self, Call};
     use crate::sql::gdid_datum as datum;
 
@@ -238,7 +248,7 @@ pub mod types {
         timestamptz = "timestamptz", interval = "interval", text_array = "text[]",
         void = "void", snowflake = "snowflake", gdid = "gdid", gdid_datum = "gdid",
         gdid_or_null = "gdid", regclass = "regclass", xid = "xid",
-        record = "record", trigger = "trigger",
+        record = "record", trigger = "trigger", uuid = "uuid", int8range = "int8range",
     }
 
     impl Arg<'_> for regclass {
@@ -270,6 +280,12 @@ pub mod types {
         type Rust = i64;
         fn datum(r: i64, _: Call<'_>) -> Datum {
             Datum::from(r)
+        }
+    }
+    impl Arg<'_> for snowflake {
+        type Rust = i64;
+        unsafe fn read(d: Datum) -> i64 {
+            d.value() as i64
         }
     }
     impl Ret for snowflake {
@@ -348,6 +364,38 @@ pub mod types {
         type Rust = *mut c_void;
         unsafe fn read(d: Datum) -> *mut c_void {
             d.cast_mut_ptr()
+        }
+    }
+    /// A pointer for the planner (a support function's answer), or a null pointer.
+    impl Ret for internal {
+        type Rust = *mut c_void;
+        fn datum(r: *mut c_void, _: Call<'_>) -> Datum {
+            Datum::from(r)
+        }
+    }
+    /// Its 16 bytes (a pointer to them, by reference, char alignment).
+    impl Arg<'_> for uuid {
+        type Rust = [u8; 16];
+        unsafe fn read(d: Datum) -> [u8; 16] {
+            // SAFETY: per the contract, a non-null uuid: 16 readable bytes.
+            unsafe { d.cast_mut_ptr::<[u8; 16]>().read_unaligned() }
+        }
+    }
+    impl Ret for uuid {
+        type Rust = [u8; 16];
+        fn datum(r: [u8; 16], _: Call<'_>) -> Datum {
+            let p = fmgr::alloc(16).cast::<[u8; 16]>();
+            // SAFETY: alloc returns 16 writable, MAXALIGNed bytes.
+            unsafe { p.write(r) };
+            Datum::from(p)
+        }
+    }
+    /// Whether it is empty, and its ends.
+    impl Arg<'_> for int8range {
+        type Rust = (bool, End, End);
+        unsafe fn read(d: Datum) -> (bool, End, End) {
+            // SAFETY: per the contract, a non-null int8range.
+            unsafe { fmgr::int8range_ends(d) }
         }
     }
     impl Ret for void {
@@ -696,6 +744,9 @@ mod tests {
         }
         if let Some(r) = m.rows {
             markings.push(format!("ROWS {r}"));
+        }
+        if let Some(s) = m.support {
+            markings.push(format!("SUPPORT @extschema@.{s}"));
         }
         canonical(f.name, &args, &returns, &markings.join(" "), f.symbol)
     }

@@ -5,4 +5,5 @@ pub mod counter;
 #[cfg(test)]
 mod fuzz;
 pub mod handle;
+pub mod uuid;
 pub mod value;

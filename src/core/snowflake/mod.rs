@@ -2,5 +2,7 @@
 
 pub mod clock;
 pub mod epoch;
+pub mod forms;
 pub mod handle;
 pub mod layout;
+pub mod uuid;
