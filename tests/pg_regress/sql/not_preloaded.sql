@@ -20,6 +20,10 @@ SELECT snowflake_decode_jsonb(1);
 \echo :LAST_ERROR_SQLSTATE
 SELECT snowflake_from_timestamp(now());
 \echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_to_uuid(1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_from_uuid('01942088-d2c0-7000-8000-000000000001');
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM snowflake_sequences;
 \echo :LAST_ERROR_SQLSTATE
 SELECT snowflake_watermark('orders');
@@ -35,6 +39,10 @@ INSERT INTO t DEFAULT VALUES;
 \echo :LAST_ERROR_SQLSTATE
 -- The connection is still there, and decoders of named layouts need no shared memory.
 SELECT * FROM snowflake_decode(175928847299117063, 'discord');
+-- Nor the text forms, the UUIDs of named layouts and of gdids, and <@.
+SELECT snowflake_to_base32(1), snowflake_from_base62('00000000001'),
+       snowflake_to_uuid(175928847299117063, 'discord'), gdid_to_uuid('1:2:3'),
+       1::snowflake <@ '[1,2)'::int8range AS contained;
 -- The gdid type needs no shared memory either; its generator does.
 SELECT gdid(1293, 3, 57), '0x00000000100000000000004B'::gdid;
 SELECT gdid_next('billing', 'invoices');

@@ -1,0 +1,120 @@
+-- id <@ int8range (and int8range @> id) on a snowflake key. PostgreSQL picks the domain's own
+-- operator before its polymorphic anyelement <@ anyrange, and its support function plans it as
+-- two comparisons of the key: a btree scans a range, partitions are pruned. The same plans on
+-- PostgreSQL 15, 17 and 18.
+SET timezone = 'UTC';
+SET datestyle = 'ISO';
+-- Ten days of hourly keys, made by node 1 as another server would have.
+CREATE TABLE ranged (id snowflake PRIMARY KEY, v int);
+INSERT INTO ranged
+SELECT snowflake_from_timestamp('2026-11-20'::timestamptz + g * interval '1 hour', 'snowflake_id') | (1 << 12) | (g % 7), g
+  FROM generate_series(0, 239) g;
+ANALYZE ranged;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+
+-- A constant range of a named layout folds at plan time: an index range scan between two
+-- constants.
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM ranged WHERE id <@ snowflake_range('2026-11-22', '2026-11-23', 'snowflake_id');
+SELECT count(*) FROM ranged WHERE id <@ snowflake_range('2026-11-22', '2026-11-23', 'snowflake_id');
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM ranged WHERE snowflake_range('2026-11-22', '2026-11-23', 'snowflake_id') @> id;
+-- A stable range (the server's layout, now()): its first and last value, computed once when
+-- the scan starts.
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM ranged WHERE id <@ snowflake_range('2026-11-22', '2026-11-23');
+SELECT count(*) FROM ranged WHERE id <@ snowflake_range('2026-11-22', '2026-11-23');
+-- A parameter, as a generic plan of a prepared statement has it.
+PREPARE in_range(int8range) AS SELECT count(*) FROM ranged WHERE id <@ $1;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE in_range(snowflake_range('2026-11-22', '2026-11-24', 'snowflake_id'));
+EXECUTE in_range(snowflake_range('2026-11-22', '2026-11-24', 'snowflake_id'));
+RESET plan_cache_mode;
+DEALLOCATE in_range;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+
+-- What the rewrite is, for each kind of constant range: the first and last value it holds;
+-- for an empty one, a comparison no value passes (NULL for a NULL key, as <@ gives).
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id <@ '[1,100)'::int8range AS a, id <@ '(1,100]'::int8range AS b, id <@ '[7,)'::int8range AS c,
+       id <@ '(,5]'::int8range AS d, id <@ '(,)'::int8range AS e, id <@ 'empty'::int8range AS f
+  FROM ranged;
+-- Every kind of range gives what bigint's built-in operator gives, for constants and for a
+-- range read from a row.
+SELECT r, (SELECT count(*) FROM ranged WHERE id <@ r::int8range) AS snowflake_op,
+       (SELECT count(*) FROM ranged WHERE id::bigint <@ r::int8range) AS bigint_op
+  FROM (VALUES ('empty'), ('(,)'), ('[250047627264000000,250410015129599999]'),
+               ('(250047627264000000,250410015129599999)'), ('[250047627264000000,)'),
+               ('(,250047627264000000]'), ('[0,0]')) v(r);
+-- NULLs, a key at each end, and both operators.
+SELECT k, r, k <@ r AS contained, r @> k AS contains
+  FROM (VALUES (NULL::snowflake, 'empty'::int8range), (NULL, '(,)'), (5, NULL), (5, '[5,6)'),
+               (6, '[5,6)'), (4, '[5,6)'), (9223372036854775807, '[1,)'), (0, '(,1)')) v(k, r);
+SELECT k <@ 'empty'::int8range AS in_empty, k <@ '(,)'::int8range AS in_everything,
+       '[5,6)'::int8range @> k AS contains
+  FROM (VALUES (NULL::snowflake), (5), (6)) v(k);
+SELECT snowflake_range_first(r) AS first, snowflake_range_last(r) AS last
+  FROM (VALUES ('[3,7)'::int8range), ('(3,7]'), ('(,)'), ('empty'), (NULL)) v(r);
+-- A range that is volatile, or a key that is, stays as it is: evaluated once per row, not
+-- twice.
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id <@ int8range(0, (random() * 10)::bigint) FROM ranged;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT (random() * 10)::bigint::snowflake <@ '[1,5)'::int8range;
+-- A range written as a bare literal is as ambiguous as it is for bigint: name its type.
+SELECT count(*) FROM ranged WHERE id <@ '[1,100)';
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) FROM ranged WHERE id::bigint <@ '[1,100)';
+\echo :LAST_ERROR_SQLSTATE
+
+-- Partitions by day: pruned at plan time for a constant range ...
+CREATE TABLE daily (id snowflake PRIMARY KEY, v int) PARTITION BY RANGE (id);
+DO $$
+DECLARE
+    d date;
+    r int8range;
+BEGIN
+    FOR d IN SELECT g::date FROM generate_series('2026-11-20'::date, '2026-11-29'::date, '1 day') g LOOP
+        r := snowflake_range(d, d + 1, 'snowflake_id');
+        EXECUTE format('CREATE TABLE %I PARTITION OF daily FOR VALUES FROM (%s) TO (%s)',
+                       'daily_' || to_char(d, 'YYYYMMDD'), lower(r), upper(r));
+    END LOOP;
+END $$;
+INSERT INTO daily SELECT * FROM ranged;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM daily WHERE id <@ snowflake_range('2026-11-22', '2026-11-24', 'snowflake_id');
+SELECT count(*) FROM daily WHERE id <@ snowflake_range('2026-11-22', '2026-11-24', 'snowflake_id');
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM daily WHERE snowflake_range('2026-11-22 06:00', '2026-11-22 07:00', 'snowflake_id') @> id;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM daily WHERE id <@ snowflake_range('2026-11-22', '2026-11-22', 'snowflake_id');
+-- ... and when the executor starts for a range of now() (STABLE): partitions around now, of
+-- which only the one holding the last hour is read.
+CREATE TABLE recent (id snowflake PRIMARY KEY DEFAULT snowflake_next('recent'), v int)
+    PARTITION BY RANGE (id);
+DO $$
+DECLARE
+    r int8range;
+BEGIN
+    r := snowflake_range(now() - interval '10 days', now() - interval '2 days');
+    EXECUTE format('CREATE TABLE recent_old PARTITION OF recent FOR VALUES FROM (%s) TO (%s)', lower(r), upper(r));
+    r := snowflake_range(now() - interval '2 days', now() + interval '2 days');
+    EXECUTE format('CREATE TABLE recent_now PARTITION OF recent FOR VALUES FROM (%s) TO (%s)', lower(r), upper(r));
+    r := snowflake_range(now() + interval '2 days', now() + interval '10 days');
+    EXECUTE format('CREATE TABLE recent_future PARTITION OF recent FOR VALUES FROM (%s) TO (%s)', lower(r), upper(r));
+END $$;
+INSERT INTO recent (v) SELECT g FROM generate_series(1, 100) g;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM recent WHERE id <@ snowflake_range(now() - interval '1 hour', now() + interval '1 hour');
+SELECT count(*) FROM recent WHERE id <@ snowflake_range(now() - interval '1 hour', now() + interval '1 hour');
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM recent WHERE id <@ snowflake_range(now() - interval '1 hour', now() + interval '1 hour', 'snowflake_id');
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+
+DROP TABLE ranged, daily, recent;
+SELECT snowflake_drop_sequence('recent');
