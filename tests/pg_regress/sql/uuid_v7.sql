@@ -12,6 +12,9 @@ SELECT count(*) AS ids,
   FROM made;
 SELECT uuid_extract_timestamp(snowflake_to_uuid(383233962442493957)) AS extracted,
        snowflake_timestamp(383233962442493957) AS decoded;
+-- A gdid's UUID is version 8: it carries no time PostgreSQL reads.
+SELECT uuid_extract_version(gdid_to_uuid('1293:3:57')) AS gdid_version,
+       uuid_extract_timestamp(gdid_to_uuid('1293:3:57')) IS NULL AS no_timestamp;
 -- Made one after the other, a millisecond apart: they sort in that order.
 SELECT uuidv7() AS before \gset
 SELECT pg_sleep(0.005);
