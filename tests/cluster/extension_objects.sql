@@ -18,6 +18,7 @@ SELECT line FROM (
                 WHEN p.prokind = 'a' THEN 'aggregate'
                 ELSE 'body=' || md5(pg_get_functiondef(p.oid)) END,
            'config=' || coalesce(array_to_string(p.proconfig, ','), ''),
+           'support=' || p.prosupport,
            -- Who may run it, not how the ACL is stored: an update that GRANTs back to PUBLIC
            -- what an earlier release REVOKEd leaves the explicit {owner=X,=X} where a fresh
            -- install has NULL (no statement sets an ACL back to NULL). Both grant the same, and
