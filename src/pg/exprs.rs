@@ -115,7 +115,9 @@ pub fn int8_call(f: Oid, arg: *mut Node) -> *mut Node {
     }
 }
 
-/// The function `name(arg_type)` of the schema that holds function `beside`, if there is one.
+/// The function `name(arg_type)` of the schema that holds function `beside`, if there is one
+/// and it belongs to the same extension: a function someone else made in that schema (after
+/// the extension's own was taken out of it) is never called.
 pub fn function_beside(beside: Oid, name: &str, arg_type: Oid) -> Option<Oid> {
     // SAFETY: catalog lookups by OID and by qualified name (missing_ok: no error for a
     // missing one); the name list is built of fresh String nodes.
@@ -131,7 +133,11 @@ pub fn function_beside(beside: Oid, name: &str, arg_type: Oid) -> Option<Oid> {
         );
         let args = [arg_type];
         let f = pg_sys::LookupFuncName(qualified, 1, args.as_ptr(), true);
-        (f != pg_sys::InvalidOid).then_some(f)
+        let extension = pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, beside);
+        (f != pg_sys::InvalidOid
+            && extension != pg_sys::InvalidOid
+            && pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, f) == extension)
+            .then_some(f)
     }
 }
 

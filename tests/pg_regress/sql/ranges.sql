@@ -116,5 +116,18 @@ SELECT count(*) FROM recent WHERE id <@ snowflake_range(now() - interval '1 hour
 RESET enable_seqscan;
 RESET enable_bitmapscan;
 
+-- The rewrite calls only the extension's own snowflake_range_first and _last: a function of
+-- that name that is not the extension's (here, after a superuser took the original out of it)
+-- is never called, and <@ stays as it is.
+BEGIN;
+ALTER EXTENSION snowflake_id DROP FUNCTION snowflake_range_first(int8range);
+ALTER FUNCTION snowflake_range_first(int8range) RENAME TO original_range_first;
+CREATE FUNCTION snowflake_range_first(int8range) RETURNS bigint LANGUAGE plpgsql IMMUTABLE
+    AS $$ BEGIN RAISE EXCEPTION 'a look-alike was called'; END $$;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM ranged WHERE id <@ snowflake_range('2026-11-22', '2026-11-23');
+SELECT count(*) FROM ranged WHERE id <@ snowflake_range('2026-11-22', '2026-11-23');
+ROLLBACK;
+
 DROP TABLE ranged, daily, recent;
 SELECT snowflake_drop_sequence('recent');
