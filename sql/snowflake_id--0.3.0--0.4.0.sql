@@ -414,14 +414,17 @@ COMMENT ON VIEW gdid_watermark_holders IS
 
 -- IDs as key ranges: `id <@ snowflake_range(from, to)` on the key, planned as two comparisons
 -- of it (snowflake_range_support), so that it scans a btree range and prunes partitions, on
--- every major. PostgreSQL matches an operator of the domain exactly before its polymorphic
--- `anyelement <@ anyrange`, which would take the key as bigint and read every row.
+-- every major. Declared on bigint, which the domain is: PostgreSQL would resolve a bigint key
+-- to an operator of the domain as well (through an implicit cast that adds the domain's
+-- check), so these stand in for PostgreSQL's own `anyelement <@ anyrange` wherever this
+-- schema is in the search path, and mean exactly what it means; where the two comparisons do
+-- not apply, the support function puts PostgreSQL's own operator back.
 
 CREATE FUNCTION snowflake_range_support(req internal) RETURNS internal
     IMMUTABLE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_range_support';
 COMMENT ON FUNCTION snowflake_range_support(internal) IS
-    'Planner support of <@ and @> between snowflake and int8range: the two comparisons of the key they mean';
+    'Planner support of <@ and @> between bigint (snowflake) and int8range: the two comparisons of the key they mean';
 
 CREATE FUNCTION snowflake_range_first(r int8range) RETURNS bigint
     IMMUTABLE STRICT PARALLEL SAFE
@@ -435,27 +438,29 @@ CREATE FUNCTION snowflake_range_last(r int8range) RETURNS bigint
 COMMENT ON FUNCTION snowflake_range_last(int8range) IS
     'The largest value an int8range holds (bigint''s smallest if it is empty)';
 
-CREATE FUNCTION snowflake_contained_by(id snowflake, r int8range) RETURNS boolean
+CREATE FUNCTION snowflake_contained_by(id bigint, r int8range) RETURNS boolean
     IMMUTABLE STRICT PARALLEL SAFE SUPPORT @extschema@.snowflake_range_support
     LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_contained_by';
-COMMENT ON FUNCTION snowflake_contained_by(snowflake, int8range) IS 'id <@ r: the range holds the ID';
+COMMENT ON FUNCTION snowflake_contained_by(bigint, int8range) IS 'id <@ r: the range holds the ID';
 
-CREATE FUNCTION snowflake_range_contains(r int8range, id snowflake) RETURNS boolean
+CREATE FUNCTION snowflake_range_contains(r int8range, id bigint) RETURNS boolean
     IMMUTABLE STRICT PARALLEL SAFE SUPPORT @extschema@.snowflake_range_support
     LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_range_contains';
-COMMENT ON FUNCTION snowflake_range_contains(int8range, snowflake) IS 'r @> id: the range holds the ID';
+COMMENT ON FUNCTION snowflake_range_contains(int8range, bigint) IS 'r @> id: the range holds the ID';
 
 CREATE OPERATOR @extschema@.<@ (
-    LEFTARG = snowflake, RIGHTARG = int8range, FUNCTION = @extschema@.snowflake_contained_by,
+    LEFTARG = bigint, RIGHTARG = int8range, FUNCTION = @extschema@.snowflake_contained_by,
     COMMUTATOR = OPERATOR(@extschema@.@>)
 );
-COMMENT ON OPERATOR @extschema@.<@ (snowflake, int8range) IS 'The range holds the ID';
+COMMENT ON OPERATOR @extschema@.<@ (bigint, int8range) IS
+    'The range holds the ID, planned as two comparisons of the key (snowflake_id)';
 
 CREATE OPERATOR @extschema@.@> (
-    LEFTARG = int8range, RIGHTARG = snowflake, FUNCTION = @extschema@.snowflake_range_contains,
+    LEFTARG = int8range, RIGHTARG = bigint, FUNCTION = @extschema@.snowflake_range_contains,
     COMMUTATOR = OPERATOR(@extschema@.<@)
 );
-COMMENT ON OPERATOR @extschema@.@> (int8range, snowflake) IS 'The range holds the ID';
+COMMENT ON OPERATOR @extschema@.@> (int8range, bigint) IS
+    'The range holds the ID, planned as two comparisons of the key (snowflake_id)';
 
 -- IDs outside the database (README, "IDs outside the database"): short text forms, fixed
 -- width, whose byte order (COLLATE "C") is the IDs' order; and a UUIDv7 of an ID, whose first

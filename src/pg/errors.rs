@@ -510,7 +510,47 @@ impl std::fmt::Display for Clipped<'_> {
             )
         };
         let cut = usize::try_from(cut).unwrap_or(0).min(MAX_QUOTED);
-        write!(f, "{}...", DbText(&self.0[..cut]))
+        write!(f, "{}...", DbText(&self.0[..unsplit(self.0, cut)]))
+    }
+}
+
+/// The character of `text` that starts at byte `at` (a character boundary), as a message
+/// quotes it.
+pub fn char_at(text: &[u8], at: usize) -> &[u8] {
+    // SAFETY: `at` is within the text, at a character boundary of the database's encoding;
+    // pg_mblen reads that character's first byte.
+    let len = unsafe { pg_sys::pg_mblen(text[at..].as_ptr().cast()) };
+    let mut end = at + usize::try_from(len).unwrap_or(1).clamp(1, text.len() - at);
+    if sql_ascii() {
+        // The rest of a UTF-8 sequence, which SQL_ASCII counts as characters of their own.
+        while end < text.len() && end - at < 4 && is_continuation(text[end]) {
+            end += 1;
+        }
+    }
+    &text[at..end]
+}
+
+/// Whether the database is SQL_ASCII: every byte counts as a character there, but a client in
+/// another encoding receives messages converted from UTF-8 (as PostgreSQL takes SQL_ASCII's
+/// bytes to be) and refuses half a character, which would turn an error into 22021.
+fn sql_ascii() -> bool {
+    // SAFETY: a plain read of the backend's database encoding.
+    unsafe { pg_sys::GetDatabaseEncoding() == pg_sys::pg_enc::PG_SQL_ASCII as c_int }
+}
+
+fn is_continuation(b: u8) -> bool {
+    b & 0xc0 == 0x80
+}
+
+/// `cut`, moved back to the start of a UTF-8 sequence of a SQL_ASCII database that it would
+/// split.
+fn unsplit(text: &[u8], cut: usize) -> usize {
+    if !sql_ascii() || cut >= text.len() || !is_continuation(text[cut]) {
+        return cut;
+    }
+    match (1..=3).find(|&k| cut >= k && !is_continuation(text[cut - k])) {
+        Some(k) if text[cut - k] >= 0xc0 => cut - k,
+        _ => cut,
     }
 }
 

@@ -2,16 +2,18 @@
 //! call (`sql::containment`). Everything here allocates in the current memory context and may
 //! raise (out of memory, a cache lookup), so it runs inside a function's error boundary.
 
-use std::ffi::{c_int, CString};
+use std::ffi::{c_int, CStr};
 use std::ptr::null_mut;
 
 use pgrx::pg_sys::{self, Datum, Node, Oid};
 
-/// `>=`, `<=` and `<` of `int8` (pg_operator.dat: int8ge, int8le, int8lt). Operators below
-/// 10000 are pinned: their OIDs never change.
+/// Operators of pg_operator.dat; OIDs below 10000 are pinned and never change. `>=` and `<=`
+/// of `int8` (int8ge, int8le), and PostgreSQL's own containment of an element in a range
+/// (range_contains_elem, elem_contained_by_range), which GiST's range_ops serve.
 pub const INT8_GE: Oid = Oid::from_u32(415);
 pub const INT8_LE: Oid = Oid::from_u32(414);
-pub const INT8_LT: Oid = Oid::from_u32(412);
+pub const RANGE_CONTAINS_ELEM: Oid = Oid::from_u32(3889);
+pub const ELEM_CONTAINED_BY_RANGE: Oid = Oid::from_u32(3891);
 
 /// An expression's type, its domain looked through.
 pub fn base_type(e: *mut Node) -> Oid {
@@ -19,28 +21,22 @@ pub fn base_type(e: *mut Node) -> Oid {
     unsafe { pg_sys::getBaseType(pg_sys::exprType(e)) }
 }
 
-/// Whether evaluating `e` twice may differ from evaluating it once, or yields a set.
-pub fn unsafe_to_repeat(e: *mut Node) -> bool {
-    // SAFETY: `e` is a live expression node; both walk it read-only.
-    unsafe { pg_sys::contain_volatile_functions(e) || pg_sys::expression_returns_set(e) }
+/// Whether `e` gives the same value each time it is evaluated within a statement, so that it
+/// may stand twice in a tree: nothing volatile, no set, and no subquery (a stable-looking one
+/// may still differ, by TABLESAMPLE or LIMIT without ORDER BY, and costs twice).
+pub fn repeatable(e: *mut Node) -> bool {
+    // SAFETY: `e` is a live expression node; these walk it read-only.
+    unsafe {
+        !pg_sys::contain_volatile_functions(e)
+            && !pg_sys::expression_returns_set(e)
+            && !pg_sys::contain_subplans(e)
+    }
 }
 
-/// `e` as an `int8` (a domain over it relabelled, as the parser coerces one).
-pub fn as_int8(e: *mut Node) -> *mut Node {
-    // SAFETY: reading the type of a live node, and wrapping it in a new RelabelType.
-    unsafe {
-        if pg_sys::exprType(e) == pg_sys::INT8OID {
-            return e;
-        }
-        pg_sys::makeRelabelType(
-            e.cast(),
-            pg_sys::INT8OID,
-            -1,
-            pg_sys::InvalidOid,
-            pg_sys::CoercionForm::COERCE_IMPLICIT_CAST,
-        )
-        .cast()
-    }
+/// Whether `e` reads a column of the query level being planned.
+pub fn has_vars(e: *mut Node) -> bool {
+    // SAFETY: `e` is a live expression node, walked read-only.
+    unsafe { pg_sys::contain_var_clause(e) }
 }
 
 pub fn int8_const(v: i64) -> *mut Node {
@@ -59,8 +55,9 @@ pub fn int8_const(v: i64) -> *mut Node {
     }
 }
 
-/// `left op right`, a boolean operator of int8 (its function filled in, as the parser does).
-pub fn int8_op(op: Oid, left: *mut Node, right: *mut Node) -> *mut Node {
+/// `left op right`, a boolean operator without collation (its function filled in, as the
+/// parser does).
+pub fn bool_op(op: Oid, left: *mut Node, right: *mut Node) -> *mut Node {
     // SAFETY: a new OpExpr over live nodes; get_opcode reads the syscache of a pinned
     // operator.
     unsafe {
@@ -93,6 +90,21 @@ pub fn null_bool() -> *mut Node {
     unsafe { pg_sys::makeBoolConst(false, true) }
 }
 
+/// `e IS NULL`.
+pub fn is_null(e: *mut Node) -> *mut Node {
+    // SAFETY: a new, zeroed NullTest node in the current memory context, filled as
+    // makeNode(NullTest) would be.
+    unsafe {
+        let t = pg_sys::palloc0(std::mem::size_of::<pg_sys::NullTest>()).cast::<pg_sys::NullTest>();
+        (*t).xpr.type_ = pg_sys::NodeTag::T_NullTest;
+        (*t).arg = e.cast();
+        (*t).nulltesttype = pg_sys::NullTestType::IS_NULL;
+        (*t).argisrow = false;
+        (*t).location = -1;
+        t.cast()
+    }
+}
+
 /// A copy of `e`, for a second place in a tree.
 pub fn copy(e: *mut Node) -> *mut Node {
     // SAFETY: copyObject of a live node.
@@ -117,22 +129,22 @@ pub fn int8_call(f: Oid, arg: *mut Node) -> *mut Node {
 
 /// The function `name(arg_type)` of the schema that holds function `beside`, if there is one
 /// and it belongs to the same extension: a function someone else made in that schema (after
-/// the extension's own was taken out of it) is never called.
-pub fn function_beside(beside: Oid, name: &str, arg_type: Oid) -> Option<Oid> {
-    // SAFETY: catalog lookups by OID and by qualified name (missing_ok: no error for a
-    // missing one); the name list is built of fresh String nodes.
+/// the extension's own was taken out of it) is never called. Looked up in the catalog cache,
+/// without the privilege checks of a name lookup: the role planning the query need not have
+/// USAGE on the schema, as it need not to call the operator.
+pub fn function_beside(beside: Oid, name: &CStr, arg_type: Oid) -> Option<Oid> {
+    // SAFETY: catalog cache lookups by OID and by (name, argument types, schema); the name is
+    // a NUL-terminated string and the oidvector a fresh one.
     unsafe {
-        let schema = pg_sys::get_namespace_name(pg_sys::get_func_namespace(beside));
-        if schema.is_null() {
-            return None;
-        }
-        let name = CString::new(name).ok()?;
-        let qualified = pg_sys::lappend(
-            pg_sys::lappend(null_mut(), pg_sys::makeString(schema).cast()),
-            pg_sys::makeString(pg_sys::pstrdup(name.as_ptr())).cast(),
+        let args = pg_sys::buildoidvector(&arg_type, 1);
+        let f = pg_sys::GetSysCacheOid(
+            pg_sys::SysCacheIdentifier::PROCNAMEARGSNSP as c_int,
+            pg_sys::Anum_pg_proc_oid as pg_sys::AttrNumber,
+            Datum::from(name.as_ptr()),
+            Datum::from(args),
+            Datum::from(pg_sys::get_func_namespace(beside)),
+            Datum::from(0),
         );
-        let args = [arg_type];
-        let f = pg_sys::LookupFuncName(qualified, 1, args.as_ptr(), true);
         let extension = pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, beside);
         (f != pg_sys::InvalidOid
             && extension != pg_sys::InvalidOid

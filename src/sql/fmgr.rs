@@ -175,14 +175,21 @@ pub fn interval_ms(ms: i64) -> Datum {
 /// Whether an `int8range` argument is empty, and its ends.
 ///
 /// # Safety
-/// `d` is a non-null int8range (or a range of another subtype passed by value as int8 is:
-/// none is declared so).
+/// `d` is a non-null range; one of another type than int8range is refused (42804), since its
+/// bounds are not bigints.
 pub unsafe fn int8range_ends(d: Datum) -> (bool, End, End) {
     // SAFETY: per the contract, a range Datum; detoasting and reading it through its type's
     // cache is DatumGetRangeTypeP + range_deserialize, which raise (through pgrx's guard)
     // only for a broken datum.
     unsafe {
         let r = pg_sys::pg_detoast_datum(d.cast_mut_ptr()).cast::<pg_sys::RangeType>();
+        if (*r).rangetypid != pg_sys::INT8RANGEOID {
+            errors::error(
+                errors::Code::ERRCODE_DATATYPE_MISMATCH,
+                "a snowflake_id function was passed a range that is not an int8range",
+            )
+            .raise();
+        }
         let cache =
             pg_sys::lookup_type_cache((*r).rangetypid, pg_sys::TYPECACHE_RANGE_INFO as c_int);
         let (mut lower, mut upper) = (pg_sys::RangeBound::default(), pg_sys::RangeBound::default());

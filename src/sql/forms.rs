@@ -9,7 +9,7 @@ use crate::core::gdid::uuid as gdid_uuid;
 use crate::core::snowflake::forms::{self, FormError};
 use crate::core::snowflake::layout::{Layout, LayoutError};
 use crate::core::snowflake::uuid::{self as snowflake_uuid, UuidError};
-use crate::pg::errors::{error, Clipped, Code};
+use crate::pg::errors::{self, error, Clipped, Code};
 use crate::sql::snowflake::{layout_range, named_layout, own_layout, parts};
 use crate::sql::sqlfn::sql_functions;
 
@@ -127,15 +127,12 @@ fn decoded(text: &[u8], form: &Form, r: Result<i64, FormError>) -> i64 {
     match e {
         FormError::BadDigit { at } => {
             // Every byte before `at` is an ASCII digit: `at` counts characters too.
-            // SAFETY: `at` is within the text, at a character boundary of the database's
-            // encoding; pg_mblen reads that character's first byte.
-            let len = unsafe { pgrx::pg_sys::pg_mblen(text[at..].as_ptr().cast()) };
-            let len = usize::try_from(len).unwrap_or(1).clamp(1, text.len() - at);
+            let bad = errors::char_at(text, at);
             syntax()
                 .detail(format!(
                     "Character {} (\"{}\") is not a digit of {}.",
                     at + 1,
-                    Clipped(&text[at..at + len]),
+                    Clipped(bad),
                     form.digits
                 ))
                 .raise()

@@ -18,12 +18,14 @@ SELECT o.oid::regoperator AS operator, o.oprcode AS function, o.oprcanmerge AS m
        o.oprcanhash AS hashes
   FROM pg_operator o WHERE o.oprleft = 'gdid'::regtype
  ORDER BY o.oid::regoperator::text COLLATE "C";
--- The snowflake domain's own operators, before PostgreSQL's polymorphic ones, and the
--- planner support of their functions.
+-- The containment of a (snowflake) key in an int8range, before PostgreSQL's polymorphic one,
+-- and the planner support of its functions.
 SELECT o.oid::regoperator AS operator, o.oprcode AS function, o.oprcom::regoperator AS commutator,
        p.prosupport AS support
   FROM pg_operator o JOIN pg_proc p ON p.oid = o.oprcode
- WHERE 'snowflake'::regtype IN (o.oprleft, o.oprright)
+  JOIN pg_depend d ON d.classid = 'pg_operator'::regclass AND d.objid = o.oid AND d.deptype = 'e'
+ WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake_id')
+   AND o.oprleft <> 'gdid'::regtype
  ORDER BY o.oid::regoperator::text COLLATE "C";
 SELECT am.amname, opc.opcname, opc.opcdefault AS default
   FROM pg_opclass opc JOIN pg_am am ON am.oid = opc.opcmethod

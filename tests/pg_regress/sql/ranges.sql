@@ -1,7 +1,8 @@
--- id <@ int8range (and int8range @> id) on a snowflake key. PostgreSQL picks the domain's own
--- operator before its polymorphic anyelement <@ anyrange, and its support function plans it as
--- two comparisons of the key: a btree scans a range, partitions are pruned. The same plans on
--- PostgreSQL 15, 17 and 18.
+-- id <@ int8range (and int8range @> id) on a snowflake key. The extension's <@ and @> of bigint
+-- (which the snowflake domain is) come before PostgreSQL's polymorphic anyelement <@ anyrange,
+-- and their support function plans them as two comparisons of the key: a btree scans a range,
+-- partitions are pruned. The same plans on PostgreSQL 15, 17 and 18. Where the comparisons do
+-- not apply, it is PostgreSQL's own operator (OPERATOR(pg_catalog.<@) in the plans).
 SET timezone = 'UTC';
 SET datestyle = 'ISO';
 -- Ten days of hourly keys, made by node 1 as another server would have.
@@ -41,10 +42,10 @@ EXPLAIN (VERBOSE, COSTS OFF)
 SELECT id <@ '[1,100)'::int8range AS a, id <@ '(1,100]'::int8range AS b, id <@ '[7,)'::int8range AS c,
        id <@ '(,5]'::int8range AS d, id <@ '(,)'::int8range AS e, id <@ 'empty'::int8range AS f
   FROM ranged;
--- Every kind of range gives what bigint's built-in operator gives, for constants and for a
+-- Every kind of range gives what PostgreSQL's own operator gives, for constants and for a
 -- range read from a row.
-SELECT r, (SELECT count(*) FROM ranged WHERE id <@ r::int8range) AS snowflake_op,
-       (SELECT count(*) FROM ranged WHERE id::bigint <@ r::int8range) AS bigint_op
+SELECT r, (SELECT count(*) FROM ranged WHERE id <@ r::int8range) AS extensions_op,
+       (SELECT count(*) FROM ranged WHERE id::bigint OPERATOR(pg_catalog.<@) r::int8range) AS postgresqls_op
   FROM (VALUES ('empty'), ('(,)'), ('[250047627264000000,250410015129599999]'),
                ('(250047627264000000,250410015129599999)'), ('[250047627264000000,)'),
                ('(,250047627264000000]'), ('[0,0]')) v(r);
@@ -57,17 +58,42 @@ SELECT k <@ 'empty'::int8range AS in_empty, k <@ '(,)'::int8range AS in_everythi
   FROM (VALUES (NULL::snowflake), (5), (6)) v(k);
 SELECT snowflake_range_first(r) AS first, snowflake_range_last(r) AS last
   FROM (VALUES ('[3,7)'::int8range), ('(3,7]'), ('(,)'), ('empty'), (NULL)) v(r);
--- A range that is volatile, or a key that is, stays as it is: evaluated once per row, not
--- twice.
+-- A range that is volatile, or a key that is, is PostgreSQL's own operator: evaluated once
+-- per row, not twice. So is a subquery, which may give another row each time it runs
+-- (TABLESAMPLE, LIMIT without ORDER BY).
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT id <@ int8range(0, (random() * 10)::bigint) FROM ranged;
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT (random() * 10)::bigint::snowflake <@ '[1,5)'::int8range;
--- A range written as a bare literal is as ambiguous as it is for bigint: name its type.
-SELECT count(*) FROM ranged WHERE id <@ '[1,100)';
-\echo :LAST_ERROR_SQLSTATE
-SELECT count(*) FROM ranged WHERE id::bigint <@ '[1,100)';
-\echo :LAST_ERROR_SQLSTATE
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM ranged WHERE id <@ (SELECT int8range(min(id), max(id)) FROM ranged TABLESAMPLE BERNOULLI (50));
+EXPLAIN (COSTS OFF)
+SELECT (SELECT id FROM ranged TABLESAMPLE BERNOULLI (50) LIMIT 1) <@ '[1,100)'::int8range;
+-- A bare literal is read as an int8range (PostgreSQL's own operator alone found it ambiguous).
+SELECT count(*) FROM ranged WHERE id <@ '[250047627264000000,250410015129599999]';
+-- The operators are bigint's: they stand in for PostgreSQL's own for every integer key,
+-- negative ones included, with the same results (the snowflake domain's check is not added).
+SELECT (-5)::bigint <@ '[-10,0)'::int8range AS negative, '[-10,0)'::int8range @> (-5)::bigint AS contains,
+       5 <@ int8range(1, 10) AS integer_key, (-5)::bigint OPERATOR(pg_catalog.<@) '[-10,0)'::int8range AS postgresqls;
+-- A range column with a GiST index, searched for a constant ID: PostgreSQL's own operator,
+-- which the index serves.
+CREATE TABLE periods (r int8range);
+INSERT INTO periods SELECT int8range(g * 10, g * 10 + 5) FROM generate_series(1, 1000) g;
+CREATE INDEX periods_r ON periods USING gist (r);
+ANALYZE periods;
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM periods WHERE r @> 42::bigint;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM periods WHERE 42::snowflake <@ r;
+SELECT count(*) FROM periods WHERE r @> 42::bigint;
+-- A join: each period's IDs by a range scan of the key.
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM periods p JOIN ranged t ON t.id <@ p.r;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_seqscan;
+DROP TABLE periods;
 
 -- Partitions by day: pruned at plan time for a constant range ...
 CREATE TABLE daily (id snowflake PRIMARY KEY, v int) PARTITION BY RANGE (id);
@@ -90,6 +116,8 @@ SELECT count(*) FROM daily WHERE id <@ snowflake_range('2026-11-22', '2026-11-24
 SELECT count(*) FROM daily WHERE id <@ snowflake_range('2026-11-22', '2026-11-24', 'snowflake_id');
 EXPLAIN (COSTS OFF)
 SELECT count(*) FROM daily WHERE snowflake_range('2026-11-22 06:00', '2026-11-22 07:00', 'snowflake_id') @> id;
+-- An empty range holds nothing: no partition is read, not even a default one.
+CREATE TABLE daily_other PARTITION OF daily DEFAULT;
 EXPLAIN (COSTS OFF)
 SELECT count(*) FROM daily WHERE id <@ snowflake_range('2026-11-22', '2026-11-22', 'snowflake_id');
 -- ... and when the executor starts for a range of now() (STABLE): partitions around now, of
@@ -127,6 +155,23 @@ CREATE FUNCTION snowflake_range_first(int8range) RETURNS bigint LANGUAGE plpgsql
 EXPLAIN (COSTS OFF)
 SELECT count(*) FROM ranged WHERE id <@ snowflake_range('2026-11-22', '2026-11-23');
 SELECT count(*) FROM ranged WHERE id <@ snowflake_range('2026-11-22', '2026-11-23');
+ROLLBACK;
+
+-- The planner finds snowflake_range_first and _last in the extension's schema whatever the
+-- role may use: one without USAGE on it reads a view that compares with a range of its rows.
+BEGIN;
+CREATE SCHEMA elsewhere;
+CREATE TABLE elsewhere.days (r int8range);
+INSERT INTO elsewhere.days VALUES ('[250047627264000000,250410015129599999]');
+CREATE VIEW elsewhere.in_periods AS
+    SELECT id FROM ranged t, elsewhere.days p WHERE t.id OPERATOR(public.<@) p.r;
+CREATE ROLE ranges_reader;
+GRANT USAGE ON SCHEMA elsewhere TO ranges_reader;
+GRANT SELECT ON elsewhere.in_periods TO ranges_reader;
+REVOKE USAGE ON SCHEMA public FROM PUBLIC;
+SET ROLE ranges_reader;
+SELECT count(*) FROM elsewhere.in_periods;
+RESET ROLE;
 ROLLBACK;
 
 DROP TABLE ranged, daily, recent;
