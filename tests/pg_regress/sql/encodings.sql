@@ -84,6 +84,13 @@ END $$;
 SELECT show_error(format('SELECT %L::gdid', convert_from('\x636166e9', 'SQL_ASCII')));
 SELECT show_error(format('SELECT snowflake_next(%L)', convert_from(('\x' || repeat('e9', 64))::bytea, 'SQL_ASCII')));
 SELECT show_error(format('SELECT snowflake_node(1, %L)', convert_from('\x636166e9', 'SQL_ASCII')));
+-- UTF-8 text in a SQL_ASCII database, for a UTF-8 client: every byte is a character to the
+-- server, but a message never quotes half of a UTF-8 sequence, which the conversion for the
+-- client would refuse (22021 instead of the error).
+SELECT snowflake_from_base32('0000000000é00');
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_next(repeat('é', 40));
+\echo :LAST_ERROR_SQLSTATE
 -- A table whose name has the byte E9, with a key stored ahead before its DEFAULT names a new
 -- sequence: the next key follows the stored one.
 DO $$
