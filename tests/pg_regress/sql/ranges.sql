@@ -65,10 +65,20 @@ EXPLAIN (VERBOSE, COSTS OFF)
 SELECT id <@ int8range(0, (random() * 10)::bigint) FROM ranged;
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT (random() * 10)::bigint::snowflake <@ '[1,5)'::int8range;
-EXPLAIN (COSTS OFF)
-SELECT count(*) FROM ranged WHERE id <@ (SELECT int8range(min(id), max(id)) FROM ranged TABLESAMPLE BERNOULLI (50));
-EXPLAIN (COSTS OFF)
-SELECT (SELECT id FROM ranged TABLESAMPLE BERNOULLI (50) LIMIT 1) <@ '[1,100)'::int8range;
+CREATE FUNCTION pg_temp.plan_of(q text) RETURNS TABLE (postgresqls_operator boolean, subqueries bigint)
+    LANGUAGE plpgsql AS $$
+DECLARE
+    plan text := '';
+    line text;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP
+        plan := plan || line || E'\n';
+    END LOOP;
+    RETURN QUERY SELECT plan ~ 'OPERATOR\(pg_catalog\.<@\)',
+                        (SELECT count(*) FROM regexp_matches(plan, '^\s*(InitPlan|SubPlan) \d', 'gn'));
+END $$;
+SELECT * FROM pg_temp.plan_of('SELECT count(*) FROM ranged WHERE id <@ (SELECT int8range(min(id), max(id)) FROM ranged TABLESAMPLE BERNOULLI (50))');
+SELECT * FROM pg_temp.plan_of('SELECT (SELECT id FROM ranged TABLESAMPLE BERNOULLI (50) LIMIT 1) <@ ''[1,100)''::int8range');
 -- A bare literal is read as an int8range (PostgreSQL's own operator alone found it ambiguous).
 SELECT count(*) FROM ranged WHERE id <@ '[250047627264000000,250410015129599999]';
 -- The operators are bigint's: they stand in for PostgreSQL's own for every integer key,
