@@ -7,13 +7,17 @@ use std::ptr::null_mut;
 
 use pgrx::pg_sys::{self, Datum, Node, Oid};
 
-/// Operators of pg_operator.dat; OIDs below 10000 are pinned and never change. `>=` and `<=`
-/// of `int8` (int8ge, int8le), and PostgreSQL's own containment of an element in a range
-/// (range_contains_elem, elem_contained_by_range), which GiST's range_ops serve.
-pub const INT8_GE: Oid = Oid::from_u32(415);
-pub const INT8_LE: Oid = Oid::from_u32(414);
+/// PostgreSQL's own containment of an element in a range (pg_operator.dat:
+/// range_contains_elem, elem_contained_by_range), which GiST's range_ops serve. OIDs below
+/// 10000 are pinned and never change.
 pub const RANGE_CONTAINS_ELEM: Oid = Oid::from_u32(3889);
 pub const ELEM_CONTAINED_BY_RANGE: Oid = Oid::from_u32(3891);
+
+/// Strategies of the comparisons, as btree numbers them.
+pub const GREATER: u32 = pg_sys::BTGreaterStrategyNumber;
+pub const GREATER_EQUAL: u32 = pg_sys::BTGreaterEqualStrategyNumber;
+pub const LESS: u32 = pg_sys::BTLessStrategyNumber;
+pub const LESS_EQUAL: u32 = pg_sys::BTLessEqualStrategyNumber;
 
 /// An expression's type, its domain looked through.
 pub fn base_type(e: *mut Node) -> Oid {
@@ -53,6 +57,46 @@ pub fn int8_const(v: i64) -> *mut Node {
         )
         .cast()
     }
+}
+
+/// An int2 or int4 expression that was widened to bigint (to meet an operator of bigint), as
+/// it was: compared with bigints through the integer btree family's cross-type operators, an
+/// index on it or a partition key of it serves; widening loses nothing. Anything else as it is.
+pub fn unwidened(e: *mut Node) -> *mut Node {
+    // SAFETY: the tag and fields of a live node, and of its one argument.
+    unsafe {
+        if (*e).type_ != pg_sys::NodeTag::T_FuncExpr {
+            return e;
+        }
+        let f = e.cast::<pg_sys::FuncExpr>();
+        let cast = matches!(
+            (*f).funcformat,
+            pg_sys::CoercionForm::COERCE_IMPLICIT_CAST | pg_sys::CoercionForm::COERCE_EXPLICIT_CAST
+        );
+        if !cast || (*f).funcresulttype != pg_sys::INT8OID || pg_sys::list_length((*f).args) != 1 {
+            return e;
+        }
+        let arg = pg_sys::list_nth((*f).args, 0).cast::<Node>();
+        match pg_sys::exprType(arg) {
+            pg_sys::INT2OID | pg_sys::INT4OID => arg,
+            _ => e,
+        }
+    }
+}
+
+/// `left <strategy> right` for an integer `left` (int2, int4 or int8) and a bigint `right`,
+/// by the operator of the integer btree family.
+pub fn integer_compare(strategy: u32, left: *mut Node, right: *mut Node) -> *mut Node {
+    // SAFETY: a catalog cache lookup of a pinned operator family's member.
+    let op = unsafe {
+        pg_sys::get_opfamily_member(
+            pg_sys::INTEGER_BTREE_FAM_OID,
+            pg_sys::exprType(left),
+            pg_sys::INT8OID,
+            strategy as i16,
+        )
+    };
+    bool_op(op, left, right)
 }
 
 /// `left op right`, a boolean operator without collation (its function filled in, as the

@@ -12,14 +12,18 @@
 //! path, and must mean exactly what it means: where the two comparisons do not apply, the call
 //! becomes PostgreSQL's own operator.
 //!
-//! The rewrite is exact, NULLs included: `x <@ r` is `x >= first AND x <= last` where
-//! first..=last are the values `r` holds; for an empty range, `x IS NULL AND NULL` (false, or
-//! NULL for a NULL key, and a constant the planner prunes by). A range that is not a
-//! constant becomes `snowflake_range_first(r)` and `snowflake_range_last(r)`. Each side then
-//! stands twice in the tree, so it must give one value however often it is evaluated: a key
-//! or range that may not (volatile, a set, a subquery) keeps PostgreSQL's own operator, as
-//! does a range read from the rows with a key that is not, which a GiST index on the range
-//! column serves.
+//! The rewrite is exact, NULLs included: `x <@ r` is `x >= lower AND x < upper` for a constant
+//! range (each end as it is inclusive or not), `x >= first AND x <= last` where first..=last
+//! are the values `r` holds otherwise; for an empty range, `x IS NULL AND NULL` (false, or
+//! NULL for a NULL key, and a constant the planner prunes by). A range that is not a constant
+//! but the same for every row (`now()`, a parameter, a column of an outer query) becomes
+//! `snowflake_range_first(r)` and `snowflake_range_last(r)`. The key then stands twice in the
+//! tree, and such a range too, so each must give one value however often it is evaluated.
+//! An int2 or int4 key is compared as it is, not widened, so that its index serves.
+//! Everything else keeps PostgreSQL's own operator: a key or range that may differ between
+//! evaluations (volatile, a set, a subquery: TABLESAMPLE, LIMIT without ORDER BY), and a range
+//! read from the rows (a join, a range column), which a GiST index on the range column serves
+//! and the two comparisons would not.
 
 use std::ffi::c_void;
 use std::ptr::null_mut;
@@ -101,23 +105,28 @@ fn simplified(req: *mut Node) -> *mut c_void {
             Some(Some(d)) => {
                 // SAFETY: a non-null Const of the int8range argument.
                 let (empty, lower, upper) = unsafe { fmgr::int8range_ends(d) };
-                between(key, closed(empty, lower, upper))
+                between(key, empty, lower, upper)
             }
-            None if !exprs::repeatable(range)
-                || exprs::has_vars(range) && !exprs::has_vars(key) =>
-            {
-                own()
-            }
+            // A range read from the rows (a join, a range column) keeps PostgreSQL's operator,
+            // which a GiST index on the range column serves.
+            None if !exprs::repeatable(range) || exprs::has_vars(range) => own(),
             // SAFETY: the call node is live.
             None => match bounds_of(unsafe { (*call).funcid }) {
-                Some((first, last)) => exprs::and(
-                    exprs::bool_op(exprs::INT8_GE, key, exprs::int8_call(first, range)),
-                    exprs::bool_op(
-                        exprs::INT8_LE,
-                        exprs::copy(key),
-                        exprs::int8_call(last, exprs::copy(range)),
-                    ),
-                ),
+                Some((first, last)) => {
+                    let key = exprs::unwidened(key);
+                    exprs::and(
+                        exprs::integer_compare(
+                            exprs::GREATER_EQUAL,
+                            key,
+                            exprs::int8_call(first, range),
+                        ),
+                        exprs::integer_compare(
+                            exprs::LESS_EQUAL,
+                            exprs::copy(key),
+                            exprs::int8_call(last, exprs::copy(range)),
+                        ),
+                    )
+                }
                 None => own(),
             },
         }
@@ -133,18 +142,32 @@ fn bounds_of(beside: pg_sys::Oid) -> Option<(pg_sys::Oid, pg_sys::Oid)> {
     ))
 }
 
-/// `key` within `first..=last` (None: nothing) in as few comparisons as say it.
-fn between(key: *mut Node, span: Option<(i64, i64)>) -> *mut Node {
-    let Some((first, last)) = span else {
+/// `key` between the ends of a constant range, in the comparisons PostgreSQL 18 makes of its
+/// own operator with a constant range (an inclusive end `>=`/`<=`, an exclusive one `>`/`<`),
+/// so that a partial index or an ON CONFLICT clause written with either operator matches a
+/// query written with the other there.
+fn between(key: *mut Node, empty: bool, lower: End, upper: End) -> *mut Node {
+    let key = exprs::unwidened(key);
+    if closed(empty, lower, upper).is_none() {
         return exprs::and(exprs::is_null(key), exprs::null_bool());
+    }
+    let compare = |key, strategy, v| exprs::integer_compare(strategy, key, exprs::int8_const(v));
+    let low = match lower {
+        End::Unbounded => None,
+        End::Inclusive(v) => Some((exprs::GREATER_EQUAL, v)),
+        End::Exclusive(v) => Some((exprs::GREATER, v)),
     };
-    let ge = || exprs::bool_op(exprs::INT8_GE, key, exprs::int8_const(first));
-    match (first == i64::MIN, last == i64::MAX) {
-        (_, true) => ge(),
-        (true, false) => exprs::bool_op(exprs::INT8_LE, key, exprs::int8_const(last)),
-        (false, false) => exprs::and(
-            ge(),
-            exprs::bool_op(exprs::INT8_LE, exprs::copy(key), exprs::int8_const(last)),
-        ),
+    let high = match upper {
+        End::Unbounded => None,
+        End::Inclusive(v) => Some((exprs::LESS_EQUAL, v)),
+        End::Exclusive(v) => Some((exprs::LESS, v)),
+    };
+    match (low, high) {
+        (Some((s, v)), None) | (None, Some((s, v))) => compare(key, s, v),
+        (Some((s, v)), Some((t, w))) => {
+            exprs::and(compare(key, s, v), compare(exprs::copy(key), t, w))
+        }
+        // Every value: true for a key, NULL for NULL.
+        (None, None) => compare(key, exprs::GREATER_EQUAL, i64::MIN),
     }
 }

@@ -95,15 +95,38 @@ SET enable_seqscan = off;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM periods WHERE r @> 42::bigint;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM periods WHERE 42::snowflake <@ r;
 SELECT count(*) FROM periods WHERE r @> 42::bigint;
--- A join: each period's IDs by a range scan of the key.
-SET enable_hashjoin = off;
-SET enable_mergejoin = off;
+-- A join of the key with a range column: PostgreSQL's own operator too, whose GiST index on
+-- the range column the join can use.
 EXPLAIN (COSTS OFF)
 SELECT count(*) FROM periods p JOIN ranged t ON t.id <@ p.r;
-RESET enable_hashjoin;
-RESET enable_mergejoin;
+SELECT count(*) FROM periods p JOIN ranged t ON t.id <@ p.r;
+-- A range of an outer query, the same for every row of the subquery: the two comparisons.
+EXPLAIN (COSTS OFF)
+SELECT (SELECT count(*) FROM ranged t WHERE t.id <@ p.r) FROM (VALUES ('[1,5)'::int8range), ('[3,9)')) p(r);
 RESET enable_seqscan;
 DROP TABLE periods;
+-- A partial unique index and an ON CONFLICT clause written with the operator match, and so
+-- does a query of a narrower range.
+CREATE TABLE claimed (id bigint, v int);
+CREATE UNIQUE INDEX claimed_low ON claimed (id) WHERE id <@ '[1,1000)'::int8range;
+INSERT INTO claimed VALUES (5, 1) ON CONFLICT (id) WHERE id <@ '[1,1000)'::int8range DO NOTHING;
+INSERT INTO claimed VALUES (5, 2) ON CONFLICT (id) WHERE id <@ '[1,1000)'::int8range DO UPDATE SET v = excluded.v;
+SELECT * FROM claimed;
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT * FROM claimed WHERE id <@ '[10,20)'::int8range;
+RESET enable_seqscan;
+DROP TABLE claimed;
+-- An int4 (or int2) key is compared as it is, not widened to bigint: its index serves.
+CREATE TABLE small_keys (k int PRIMARY KEY);
+INSERT INTO small_keys SELECT generate_series(1, 1000);
+ANALYZE small_keys;
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM small_keys WHERE k <@ int8range(10, 20);
+SELECT (SELECT count(*) FROM small_keys WHERE k <@ int8range(10, 20)) AS ten,
+       (SELECT count(*) FROM small_keys WHERE k <@ int8range(995, 5000000000)) AS beyond_int4,
+       (SELECT count(*) FROM small_keys WHERE k::smallint <@ int8range(-5, 3)) AS smallint_key;
+RESET enable_seqscan;
+DROP TABLE small_keys;
 
 -- Partitions by day: pruned at plan time for a constant range ...
 CREATE TABLE daily (id snowflake PRIMARY KEY, v int) PARTITION BY RANGE (id);
