@@ -59,9 +59,10 @@ pub fn int8_const(v: i64) -> *mut Node {
     }
 }
 
-/// An int2 or int4 expression that was widened to bigint (to meet an operator of bigint), as
-/// it was: compared with bigints through the integer btree family's cross-type operators, an
-/// index on it or a partition key of it serves; widening loses nothing. Anything else as it is.
+/// An int2 or int4 expression that was widened implicitly to bigint (to meet an operator of
+/// bigint), as it was: compared with bigints through the integer btree family's cross-type
+/// operators, an index on it or a partition key of it serves; widening loses nothing. A cast
+/// the query wrote (`x::bigint`) and anything else stay as they are.
 pub fn unwidened(e: *mut Node) -> *mut Node {
     // SAFETY: the tag and fields of a live node, and of its one argument.
     unsafe {
@@ -69,11 +70,10 @@ pub fn unwidened(e: *mut Node) -> *mut Node {
             return e;
         }
         let f = e.cast::<pg_sys::FuncExpr>();
-        let cast = matches!(
-            (*f).funcformat,
-            pg_sys::CoercionForm::COERCE_IMPLICIT_CAST | pg_sys::CoercionForm::COERCE_EXPLICIT_CAST
-        );
-        if !cast || (*f).funcresulttype != pg_sys::INT8OID || pg_sys::list_length((*f).args) != 1 {
+        if (*f).funcformat != pg_sys::CoercionForm::COERCE_IMPLICIT_CAST
+            || (*f).funcresulttype != pg_sys::INT8OID
+            || pg_sys::list_length((*f).args) != 1
+        {
             return e;
         }
         let arg = pg_sys::list_nth((*f).args, 0).cast::<Node>();
@@ -82,6 +82,13 @@ pub fn unwidened(e: *mut Node) -> *mut Node {
             _ => e,
         }
     }
+}
+
+/// Whether `e` is of a type the integer btree family compares with bigint: int2, int4, int8.
+pub fn is_integer(e: *mut Node) -> bool {
+    // SAFETY: the type of a live node.
+    let t = unsafe { pg_sys::exprType(e) };
+    matches!(t, pg_sys::INT2OID | pg_sys::INT4OID | pg_sys::INT8OID)
 }
 
 /// `left <strategy> right` for an integer `left` (int2, int4 or int8) and a bigint `right`,

@@ -19,7 +19,9 @@
 //! but the same for every row (`now()`, a parameter, a column of an outer query) becomes
 //! `snowflake_range_first(r)` and `snowflake_range_last(r)`. The key then stands twice in the
 //! tree, and such a range too, so each must give one value however often it is evaluated.
-//! An int2 or int4 key is compared as it is, not widened, so that its index serves.
+//! An int2 or int4 key that was widened implicitly (to meet an operator of bigint) is compared
+//! as it is, so that its index serves; one cast by the query (`x::bigint`) stays as written,
+//! as PostgreSQL 18's own rewrite keeps it, for an index or a partition key on `x::bigint`.
 //! Everything else keeps PostgreSQL's own operator: a key or range that may differ between
 //! evaluations (volatile, a set, a subquery: TABLESAMPLE, LIMIT without ORDER BY), and a range
 //! read from the rows (a join, a range column), which a GiST index on the range column serves
@@ -71,12 +73,16 @@ fn holds((empty, lower, upper): (bool, End, End), id: i64) -> bool {
 fn simplified(req: *mut Node) -> *mut c_void {
     // SAFETY: the planner passes a live support request node; a Simplify request holds the
     // call.
-    let (call, args) = unsafe {
+    let (call, args, grouping_sets) = unsafe {
         if (*req).type_ != pg_sys::NodeTag::T_SupportRequestSimplify {
             return null_mut();
         }
-        let call = (*req.cast::<pg_sys::SupportRequestSimplify>()).fcall;
-        (call, (*call).args)
+        let req = req.cast::<pg_sys::SupportRequestSimplify>();
+        let call = (*req).fcall;
+        let root = (*req).root;
+        let grouping_sets =
+            !root.is_null() && !(*root).parse.is_null() && !(*(*root).parse).groupingSets.is_null();
+        (call, (*call).args, grouping_sets)
     };
     // SAFETY: reading the length of a live List.
     if unsafe { pg_sys::list_length(args) } != 2 {
@@ -97,9 +103,19 @@ fn simplified(req: *mut Node) -> *mut c_void {
             exprs::bool_op(exprs::RANGE_CONTAINS_ELEM, range, key)
         }
     };
-    let node = if !exprs::repeatable(key) {
+    // The key the comparisons take: an int2 or int4 column widened to meet the operator is
+    // compared as it is, so that its index serves; not under grouping sets, where the
+    // grouped expression is the widened one, which the planner sets NULL in the sets that
+    // leave it out, and the column inside it would not be.
+    let compared = if grouping_sets {
+        key
+    } else {
+        exprs::unwidened(key)
+    };
+    let node = if !exprs::repeatable(key) || !exprs::is_integer(compared) {
         own()
     } else {
+        let key = compared;
         match exprs::constant(range) {
             Some(None) => exprs::null_bool(),
             Some(Some(d)) => {
@@ -112,21 +128,18 @@ fn simplified(req: *mut Node) -> *mut c_void {
             None if !exprs::repeatable(range) || exprs::has_vars(range) => own(),
             // SAFETY: the call node is live.
             None => match bounds_of(unsafe { (*call).funcid }) {
-                Some((first, last)) => {
-                    let key = exprs::unwidened(key);
-                    exprs::and(
-                        exprs::integer_compare(
-                            exprs::GREATER_EQUAL,
-                            key,
-                            exprs::int8_call(first, range),
-                        ),
-                        exprs::integer_compare(
-                            exprs::LESS_EQUAL,
-                            exprs::copy(key),
-                            exprs::int8_call(last, exprs::copy(range)),
-                        ),
-                    )
-                }
+                Some((first, last)) => exprs::and(
+                    exprs::integer_compare(
+                        exprs::GREATER_EQUAL,
+                        key,
+                        exprs::int8_call(first, range),
+                    ),
+                    exprs::integer_compare(
+                        exprs::LESS_EQUAL,
+                        exprs::copy(key),
+                        exprs::int8_call(last, exprs::copy(range)),
+                    ),
+                ),
                 None => own(),
             },
         }
@@ -147,7 +160,6 @@ fn bounds_of(beside: pg_sys::Oid) -> Option<(pg_sys::Oid, pg_sys::Oid)> {
 /// so that a partial index or an ON CONFLICT clause written with either operator matches a
 /// query written with the other there.
 fn between(key: *mut Node, empty: bool, lower: End, upper: End) -> *mut Node {
-    let key = exprs::unwidened(key);
     if closed(empty, lower, upper).is_none() {
         return exprs::and(exprs::is_null(key), exprs::null_bool());
     }

@@ -125,7 +125,16 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM small_keys WHERE k <@ int8range(10, 20)
 SELECT (SELECT count(*) FROM small_keys WHERE k <@ int8range(10, 20)) AS ten,
        (SELECT count(*) FROM small_keys WHERE k <@ int8range(995, 5000000000)) AS beyond_int4,
        (SELECT count(*) FROM small_keys WHERE k::smallint <@ int8range(-5, 3)) AS smallint_key;
+-- A cast the query writes stays: an index on (k::bigint) serves it.
+CREATE INDEX small_keys_wide ON small_keys ((k::bigint));
+EXPLAIN (COSTS OFF) SELECT count(*) FROM small_keys WHERE k::bigint <@ int8range(10, 20);
 RESET enable_seqscan;
+-- Under grouping sets the widened key is the grouped expression, which the sets that leave
+-- it out see as NULL: compared as it is grouped, as PostgreSQL's own operator compares it.
+SELECT k::bigint AS k, k::bigint <@ int8range(1, 3) AS extensions,
+       k::bigint OPERATOR(pg_catalog.<@) int8range(1, 3) AS postgresqls,
+       k <@ int8range(1, 3) AS implicit
+  FROM small_keys WHERE k <= 2 GROUP BY GROUPING SETS ((k::bigint), ()) ORDER BY 1;
 DROP TABLE small_keys;
 
 -- Partitions by day: pruned at plan time for a constant range ...
