@@ -32,7 +32,7 @@ use std::ptr::null_mut;
 
 use pgrx::pg_sys::{self, Node};
 
-use crate::core::idrange::{closed, End};
+use crate::core::idrange::{End, IdRange};
 use crate::pg::exprs;
 use crate::sql::fmgr;
 use crate::sql::sqlfn::sql_functions;
@@ -40,33 +40,29 @@ use crate::sql::sqlfn::sql_functions;
 sql_functions! {
     fn snowflake_contained_by(id: bigint, r: int8range) -> boolean
         [immutable parallel_safe support("snowflake_range_support")] |_| {
-        holds(r, id)
+        r.holds(id)
     }
 
     fn snowflake_range_contains(r: int8range, id: bigint) -> boolean
         [immutable parallel_safe support("snowflake_range_support")] |_| {
-        holds(r, id)
+        r.holds(id)
     }
 
     /// The smallest value `r` holds; bigint's largest for an empty range (so that `x >= first
     /// AND x <= last` holds for no x).
     fn snowflake_range_first(r: int8range) -> bigint [immutable parallel_safe] |_| {
-        closed(r.0, r.1, r.2).map_or(i64::MAX, |(first, _)| first)
+        r.closed().map_or(i64::MAX, |(first, _)| first)
     }
 
     /// The largest value `r` holds; bigint's smallest for an empty range.
     fn snowflake_range_last(r: int8range) -> bigint [immutable parallel_safe] |_| {
-        closed(r.0, r.1, r.2).map_or(i64::MIN, |(_, last)| last)
+        r.closed().map_or(i64::MIN, |(_, last)| last)
     }
 
     /// The planner's support of the two operators' functions (SupportRequestSimplify).
     fn snowflake_range_support(req: internal) -> internal [immutable parallel_safe] |_| {
         simplified(req.cast()).cast()
     }
-}
-
-fn holds((empty, lower, upper): (bool, End, End), id: i64) -> bool {
-    closed(empty, lower, upper).is_some_and(|(first, last)| (first..=last).contains(&id))
 }
 
 /// The expression that replaces a call of either function, or a null pointer to keep it.
@@ -120,8 +116,7 @@ fn simplified(req: *mut Node) -> *mut c_void {
             Some(None) => exprs::null_bool(),
             Some(Some(d)) => {
                 // SAFETY: a non-null Const of the int8range argument.
-                let (empty, lower, upper) = unsafe { fmgr::int8range_ends(d) };
-                between(key, empty, lower, upper)
+                between(key, unsafe { fmgr::int8range(d) })
             }
             // A range read from the rows (a join, a range column) keeps PostgreSQL's operator,
             // which a GiST index on the range column serves.
@@ -159,17 +154,17 @@ fn bounds_of(beside: pg_sys::Oid) -> Option<(pg_sys::Oid, pg_sys::Oid)> {
 /// own operator with a constant range (an inclusive end `>=`/`<=`, an exclusive one `>`/`<`),
 /// so that a partial index or an ON CONFLICT clause written with either operator matches a
 /// query written with the other there.
-fn between(key: *mut Node, empty: bool, lower: End, upper: End) -> *mut Node {
-    if closed(empty, lower, upper).is_none() {
+fn between(key: *mut Node, range: IdRange) -> *mut Node {
+    if range.closed().is_none() {
         return exprs::and(exprs::is_null(key), exprs::null_bool());
     }
     let compare = |key, strategy, v| exprs::integer_compare(strategy, key, exprs::int8_const(v));
-    let low = match lower {
+    let low = match range.lower {
         End::Unbounded => None,
         End::Inclusive(v) => Some((exprs::GREATER_EQUAL, v)),
         End::Exclusive(v) => Some((exprs::GREATER, v)),
     };
-    let high = match upper {
+    let high = match range.upper {
         End::Unbounded => None,
         End::Inclusive(v) => Some((exprs::LESS_EQUAL, v)),
         End::Exclusive(v) => Some((exprs::LESS, v)),

@@ -12,7 +12,7 @@ use std::marker::PhantomData;
 
 use pgrx::pg_sys::{self, Datum, FunctionCallInfo};
 
-use crate::core::idrange::End;
+use crate::core::idrange::{End, IdRange};
 use crate::pg::errors;
 
 /// One call of a V1 function: its arguments, typed as the SQL declaration types them.
@@ -172,12 +172,12 @@ pub fn interval_ms(ms: i64) -> Datum {
     Datum::from(p)
 }
 
-/// Whether an `int8range` argument is empty, and its ends.
+/// An `int8range` argument: whether it is empty, and its ends.
 ///
 /// # Safety
 /// `d` is a non-null range; one of another type than int8range is refused (42804), since its
 /// bounds are not bigints.
-pub unsafe fn int8range_ends(d: Datum) -> (bool, End, End) {
+pub unsafe fn int8range(d: Datum) -> IdRange {
     // SAFETY: per the contract, a range Datum; detoasting and reading it through its type's
     // cache is DatumGetRangeTypeP + range_deserialize, which raise (through pgrx's guard)
     // only for a broken datum.
@@ -200,7 +200,11 @@ pub unsafe fn int8range_ends(d: Datum) -> (bool, End, End) {
             (false, true) => End::Inclusive(b.val.value() as i64),
             (false, false) => End::Exclusive(b.val.value() as i64),
         };
-        (empty, end(lower), end(upper))
+        IdRange {
+            empty,
+            lower: end(lower),
+            upper: end(upper),
+        }
     }
 }
 

@@ -212,7 +212,7 @@ pub mod types {
     use pgrx::pg_sys::Datum;
 
     use crate::core::gdid::value::Gdid;
-    use crate::core::idrange::End;
+    use crate::core::idrange::IdRange;
     use crate::sql::fmgr::{self, Call};
     use crate::sql::gdid_datum as datum;
 
@@ -280,12 +280,6 @@ pub mod types {
         type Rust = i64;
         fn datum(r: i64, _: Call<'_>) -> Datum {
             Datum::from(r)
-        }
-    }
-    impl Arg<'_> for snowflake {
-        type Rust = i64;
-        unsafe fn read(d: Datum) -> i64 {
-            d.value() as i64
         }
     }
     impl Ret for snowflake {
@@ -392,10 +386,10 @@ pub mod types {
     }
     /// Whether it is empty, and its ends.
     impl Arg<'_> for int8range {
-        type Rust = (bool, End, End);
-        unsafe fn read(d: Datum) -> (bool, End, End) {
+        type Rust = IdRange;
+        unsafe fn read(d: Datum) -> IdRange {
             // SAFETY: per the contract, a non-null int8range.
-            unsafe { fmgr::int8range_ends(d) }
+            unsafe { fmgr::int8range(d) }
         }
     }
     impl Ret for void {

@@ -130,8 +130,17 @@ INSERT INTO recent (v) SELECT g FROM generate_series(1, 100) g;
 EXPLAIN (COSTS OFF)
 SELECT count(*) FROM recent WHERE id >= snowflake_from_timestamp(now() - interval '1 hour');
 SELECT count(*) FROM recent WHERE id >= snowflake_from_timestamp(now() - interval '1 hour');
--- The same as a containment: the extension's <@ plans as the bounds above (pg_regress
--- ranges), for the key as it is or cast to bigint; PostgreSQL's own gives the same rows.
+-- The same as a containment: the extension's <@ plans as such bounds (pg_regress ranges),
+-- computed when the executor starts from a range of now(), with the server's layout or a
+-- named one; PostgreSQL's own operator gives the same rows.
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM recent WHERE id <@ snowflake_range(now() - interval '1 hour', now() + interval '1 hour');
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM recent WHERE id <@ snowflake_range(now() - interval '1 hour', now() + interval '1 hour', 'snowflake_id');
+RESET enable_seqscan;
+RESET enable_bitmapscan;
 SELECT count(*) FROM recent WHERE id <@ snowflake_range(now() - interval '1 hour', now() + interval '1 hour');
 SELECT count(*) FROM recent WHERE id::bigint OPERATOR(pg_catalog.<@) snowflake_range(now() - interval '1 hour', now() + interval '1 hour');
 
