@@ -6,14 +6,31 @@
 -- by its name's first use, owned by the role that used it, dumped, copied and dropped as
 -- any sequence. Every role may use them (as the privileges on each sequence allow); making a
 -- new one takes CREATE on the schema, which the database's owner has.
-CREATE SCHEMA snowflake;
-COMMENT ON SCHEMA snowflake IS
-    'The snowflake sequences of snowflake_id: snowflake_next(''orders'') generates from snowflake.orders';
-CREATE SCHEMA gdid;
-COMMENT ON SCHEMA gdid IS
-    'The gdid sequences of snowflake_id: gdid_next(''shop'', ''orders'') generates from gdid."shop/orders"';
-GRANT USAGE ON SCHEMA snowflake, gdid TO PUBLIC;
-GRANT CREATE ON SCHEMA snowflake, gdid TO pg_database_owner;
+-- Each is named by its kind, unless a schema of that name is there already (pgEdge's snowflake
+-- extension, which 0.3.0 could live beside, or a schema of the user's): then it has a name of
+-- its own, as a fresh install since 0.5.0 does (the library finds either).
+DO $schemas$
+DECLARE
+    kind text;
+    chosen text;
+BEGIN
+    FOREACH kind IN ARRAY ARRAY['snowflake', 'gdid'] LOOP
+        chosen := kind;
+        IF pg_catalog.to_regnamespace(pg_catalog.quote_ident(kind)) IS NOT NULL THEN
+            chosen := kind OPERATOR(pg_catalog.||) '_seq';
+        END IF;
+        EXECUTE pg_catalog.format('CREATE SCHEMA %I', chosen);
+        EXECUTE pg_catalog.format('COMMENT ON SCHEMA %I IS %L', chosen, pg_catalog.format(
+            'The %s sequences of snowflake_id: %s', kind,
+            pg_catalog.format(pg_catalog.jsonb_build_object(
+                'snowflake', 'snowflake_next(''orders'') generates from %I.orders',
+                'gdid', 'gdid_next(''shop'', ''orders'') generates from %I."shop/orders"'
+            ) OPERATOR(pg_catalog.->>) kind, chosen)));
+        EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA %I TO PUBLIC', chosen);
+        EXECUTE pg_catalog.format('GRANT CREATE ON SCHEMA %I TO pg_database_owner', chosen);
+    END LOOP;
+END
+$schemas$;
 
 -- The sequences the lease file knows for this database, with their leases, and those that
 -- column and domain DEFAULTs name, with their dependencies (src/legacy/adopt.rs). Not an

@@ -30,6 +30,7 @@ pub fn install() {
     legacy::wal::register_if_needed();
     node::worker::register();
     sequences::inflight::install();
+    sequences::name_floors::install();
     // SAFETY: _PG_init runs once, single-threaded, in the postmaster; chaining the previous
     // hooks is how several libraries share them.
     unsafe {

@@ -20,7 +20,10 @@ pub enum Kind {
 
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.schema())
+        f.write_str(match self {
+            Kind::Snowflake => "snowflake",
+            Kind::Gdid => "gdid",
+        })
     }
 }
 
@@ -33,11 +36,14 @@ impl Kind {
         }
     }
 
-    /// The schema that holds the sequence relations of this kind.
-    pub fn schema(self) -> &'static str {
+    /// The names the schema that holds the sequence relations of this kind may have, in the
+    /// order `CREATE EXTENSION` tries them: the first that no schema of the database has yet
+    /// (another extension's `snowflake`, a schema of the user's). A database keeps the name
+    /// its extension took; releases before 0.5.0 knew only the first.
+    pub fn schema_names(self) -> [&'static str; 2] {
         match self {
-            Kind::Snowflake => "snowflake",
-            Kind::Gdid => "gdid",
+            Kind::Snowflake => ["snowflake", "snowflake_seq"],
+            Kind::Gdid => ["gdid", "gdid_seq"],
         }
     }
 }

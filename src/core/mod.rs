@@ -13,6 +13,7 @@ pub mod idrange;
 pub mod inflight;
 pub mod lease;
 pub mod membarrier;
+pub mod name_floors;
 pub mod plain_decimal;
 pub mod probe;
 pub mod registry;

@@ -85,7 +85,7 @@ fn adopt() -> i32 {
         };
         let schema = catalog::schema(kind);
         if catalog::find(schema.oid, &relname).is_none() {
-            catalog::create_in_this_transaction(kind, &relname, &layout);
+            catalog::create_in_this_transaction(kind, schema.name, &relname, &layout);
         }
         let Some(relid) = catalog::find(schema.oid, &relname) else {
             continue;
@@ -95,7 +95,7 @@ fn adopt() -> i32 {
             Kind::Gdid => lease::gdid_to_value(rec.lease),
         };
         if durable::read(relid).is_none_or(|v| v < value) {
-            durable::write_and_flush(relid, value);
+            durable::write_and_flush(kind, relid, value);
         }
         adopted += 1;
     }

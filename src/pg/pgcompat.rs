@@ -67,21 +67,30 @@ pub fn type_ownercheck(typid: Oid, role: Oid) -> bool {
     }
 }
 
-/// Whether the open relation `rel` was created, or given new storage (`ALTER SEQUENCE ...
-/// RESTART`), by the current transaction: its state then goes if the transaction rolls back.
+/// Whether relation `rel` got new storage in the current transaction (TRUNCATE, `ALTER
+/// SEQUENCE ... RESTART`) after it was made: a rollback would bring the earlier storage back.
 ///
 /// # Safety
 /// `rel` is an open relation.
-pub unsafe fn new_in_this_transaction(rel: pg_sys::Relation) -> bool {
-    // SAFETY: fields of an open relation.
+pub unsafe fn reset_in_this_transaction(rel: pg_sys::Relation) -> bool {
+    // SAFETY: fields of an open relation; InvalidSubTransactionId is 0.
     unsafe {
         #[cfg(feature = "pg15")]
-        let (created, storage) = ((*rel).rd_createSubid, (*rel).rd_firstRelfilenodeSubid);
+        let storage = (*rel).rd_firstRelfilenodeSubid;
         #[cfg(not(feature = "pg15"))]
-        let (created, storage) = ((*rel).rd_createSubid, (*rel).rd_firstRelfilelocatorSubid);
-        // InvalidSubTransactionId is 0.
-        created != 0 || storage != 0
+        let storage = (*rel).rd_firstRelfilelocatorSubid;
+        storage != 0
     }
+}
+
+/// Whether relation `rel` was made by the current transaction (or one of its
+/// subtransactions).
+///
+/// # Safety
+/// `rel` is an open relation.
+pub unsafe fn made_in_this_transaction(rel: pg_sys::Relation) -> bool {
+    // SAFETY: a field of an open relation; InvalidSubTransactionId is 0.
+    unsafe { (*rel).rd_createSubid != 0 }
 }
 
 /// `index_beginscan`, which 18 gave an instrumentation argument.

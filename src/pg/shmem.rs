@@ -24,6 +24,7 @@ use crate::core::claim::Claims;
 use crate::core::epochs::{Barrier, Epochs};
 use crate::core::inflight::{Holder, Holders};
 use crate::core::membarrier;
+use crate::core::name_floors::NameFloors;
 use crate::core::registry::{Registry, Slot};
 use crate::core::sightings::Sightings;
 use crate::pg::errors;
@@ -32,6 +33,7 @@ use crate::pg::errors::{error, Code};
 static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(null_mut());
 static SIGHTINGS: AtomicPtr<Sightings> = AtomicPtr::new(null_mut());
 static CLAIMS: AtomicPtr<Claims> = AtomicPtr::new(null_mut());
+static NAME_FLOORS: AtomicPtr<NameFloors> = AtomicPtr::new(null_mut());
 /// One holder per epoch entry: per PGPROC number.
 static HOLDERS: AtomicPtr<Holder> = AtomicPtr::new(null_mut());
 /// The tranche's locks: the cache's, then the extension locks.
@@ -48,6 +50,7 @@ const SEGMENT_NAME: &std::ffi::CStr = c"snowflake_id sequences";
 const EPOCHS_NAME: &std::ffi::CStr = c"snowflake_id epochs";
 const SIGHTINGS_NAME: &std::ffi::CStr = c"snowflake_id sightings";
 const CLAIMS_NAME: &std::ffi::CStr = c"snowflake_id claims";
+const NAME_FLOORS_NAME: &std::ffi::CStr = c"snowflake_id floors of names";
 const HOLDERS_NAME: &std::ffi::CStr = c"snowflake_id values in flight";
 const TRANCHE_NAME: &std::ffi::CStr = c"snowflake_id";
 
@@ -79,8 +82,9 @@ fn holders_size() -> usize {
 /// one wait for each other's extensions, which take a WAL flush each.
 pub const STRIPES: usize = 64;
 
-/// How many locks the tranche has: the cache's, then one per extension stripe.
-const LOCK_COUNT: usize = 1 + STRIPES;
+/// How many locks the tranche has: the cache's, one per extension stripe, then the floors of
+/// names'.
+const LOCK_COUNT: usize = 1 + STRIPES + 1;
 
 /// Installs the hooks for a cache of `slots` sequences. Called from `_PG_init` while
 /// preloading.
@@ -110,6 +114,7 @@ unsafe extern "C-unwind" fn shmem_request() {
             pg_sys::RequestAddinShmemSpace(epochs_size());
             pg_sys::RequestAddinShmemSpace(size_of::<Sightings>());
             pg_sys::RequestAddinShmemSpace(size_of::<Claims>());
+            pg_sys::RequestAddinShmemSpace(size_of::<NameFloors>());
             pg_sys::RequestAddinShmemSpace(holders_size());
             pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), LOCK_COUNT as i32);
         })
@@ -171,6 +176,17 @@ unsafe fn attach() {
             std::ptr::write_bytes(claims.cast::<u8>(), 0, size_of::<Claims>());
         }
         CLAIMS.store(claims.cast(), Ordering::Release);
+        let mut floors_found = false;
+        let floors = pg_sys::ShmemInitStruct(
+            NAME_FLOORS_NAME.as_ptr(),
+            size_of::<NameFloors>(),
+            &mut floors_found,
+        );
+        if !floors_found {
+            // All-zero: no floors (name_floors.rs). A crash restart forgets them.
+            std::ptr::write_bytes(floors.cast::<u8>(), 0, size_of::<NameFloors>());
+        }
+        NAME_FLOORS.store(floors.cast(), Ordering::Release);
         let mut holders_found = false;
         let holders =
             pg_sys::ShmemInitStruct(HOLDERS_NAME.as_ptr(), holders_size(), &mut holders_found);
@@ -248,6 +264,19 @@ pub fn cache_lock() -> *mut pg_sys::LWLock {
 /// `sequences::durable`).
 pub fn extension_lock(hash: u64) -> *mut pg_sys::LWLock {
     lock(1 + (hash % STRIPES as u64) as usize)
+}
+
+/// The lock of the floors of names (see `sequences::name_floors`).
+pub fn name_floors_lock() -> *mut pg_sys::LWLock {
+    lock(1 + STRIPES)
+}
+
+/// The floors of names (see `sequences::name_floors`), used only under
+/// [`name_floors_lock`]. Only when the library was preloaded.
+pub fn name_floors() -> *mut NameFloors {
+    let p = NAME_FLOORS.load(Ordering::Acquire);
+    assert!(!p.is_null(), "the library is preloaded");
+    p
 }
 
 /// The sightings of logical replication, or `None` when the library was not preloaded.

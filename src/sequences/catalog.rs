@@ -24,48 +24,65 @@ use crate::{pg::pgcompat, pg::spi};
 #[derive(Debug, Clone, Copy)]
 pub struct Schema {
     pub oid: Oid,
+    /// Its name: one of the kind's [`Kind::schema_names`].
+    pub name: &'static str,
     /// Made by the current transaction (`CREATE EXTENSION` in it): no other session sees it
     /// yet, so neither can a background worker.
     pub new_in_this_transaction: bool,
 }
 
+/// The schema holding `kind`'s sequences, if the extension of this database has one: the
+/// schema of one of the kind's names that belongs to the extension (`CREATE EXTENSION` made
+/// it). A schema of that name that is not the extension's is never one: anybody with CREATE
+/// on the database could have made it.
+pub fn existing_schema(kind: Kind) -> Option<Schema> {
+    // SAFETY: catalog lookups; get_extension_oid and get_namespace_oid with missing_ok return
+    // InvalidOid instead of raising.
+    let ext = unsafe { pg_sys::get_extension_oid(c"snowflake_id".as_ptr(), true) };
+    if ext == pg_sys::InvalidOid {
+        return None;
+    }
+    kind.schema_names().into_iter().find_map(|name| {
+        let c = CString::new(name).expect("no NUL in a schema name");
+        // SAFETY: as above.
+        let oid = unsafe { pg_sys::get_namespace_oid(c.as_ptr(), true) };
+        // SAFETY: a pg_depend lookup.
+        let ours = oid != pg_sys::InvalidOid
+            && unsafe { pg_sys::getExtensionOfObject(pg_sys::NamespaceRelationId, oid) } == ext;
+        ours.then(|| Schema {
+            oid,
+            name,
+            new_in_this_transaction: created_in_this_transaction(
+                pg_sys::SysCacheIdentifier::NAMESPACEOID,
+                oid,
+            ),
+        })
+    })
+}
+
 /// The schema holding `kind`'s sequences, or the ERROR for a database whose extension is
 /// older than the library (its sequences still wait for `ALTER EXTENSION ... UPDATE`).
 pub fn schema(kind: Kind) -> Schema {
-    let name = CString::new(kind.schema()).expect("no NUL in a schema name");
-    // SAFETY: catalog lookups; get_namespace_oid with missing_ok returns InvalidOid instead
-    // of raising.
-    let (oid, ours) = unsafe {
-        let oid = pg_sys::get_namespace_oid(name.as_ptr(), true);
-        let ext = pg_sys::get_extension_oid(c"snowflake_id".as_ptr(), true);
-        let ours = oid != pg_sys::InvalidOid
-            && ext != pg_sys::InvalidOid
-            && pg_sys::getExtensionOfObject(pg_sys::NamespaceRelationId, oid) == ext;
-        (oid, ours)
-    };
-    if !ours {
+    existing_schema(kind).unwrap_or_else(|| {
         error(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!(
-                "the extension snowflake_id of this database has no schema \"{}\" for its sequences",
-                kind.schema()
-            ),
+            format!("the extension snowflake_id of this database has no schema for its {kind} sequences"),
         )
-        .detail(
-            "Since release 0.4.0 every sequence is a PostgreSQL sequence in schema \"snowflake\" \
-             or \"gdid\"; this database's extension is of an earlier release, or the schema was \
-             renamed.",
-        )
+        .detail(format!(
+            "Since release 0.4.0 every sequence is a PostgreSQL sequence in a schema of the \
+             extension (\"{}\" or \"{}\"); this database's extension is of an earlier \
+             release, or the schema was renamed.",
+            kind.schema_names()[0],
+            kind.schema_names()[1]
+        ))
         .hint("Run ALTER EXTENSION snowflake_id UPDATE in this database.")
-        .raise();
-    }
-    Schema {
-        oid,
-        new_in_this_transaction: created_in_this_transaction(
-            pg_sys::SysCacheIdentifier::NAMESPACEOID,
-            oid,
-        ),
-    }
+        .raise()
+    })
+}
+
+/// The schema of `kind` that relation namespace `nsp` is, if it is one.
+pub fn is_schema_of(kind: Kind, nsp: Oid) -> bool {
+    existing_schema(kind).is_some_and(|s| s.oid == nsp)
 }
 
 /// Whether the catalog row of object `oid` (in syscache `cache`) was written by the current
@@ -93,10 +110,15 @@ pub fn find(schema: Oid, name: &RelationName) -> Option<Oid> {
 }
 
 /// `CREATE SEQUENCE IF NOT EXISTS` for a sequence of `kind` named `name` (bytes in the
-/// database's encoding), its definition recording `layout` (snowflake). Every name is quoted
-/// and qualified, and the statement calls no function or operator: it means the same under
-/// any `search_path`.
-pub fn creation_statement(kind: Kind, name: &RelationName, layout: &Layout) -> CString {
+/// database's encoding) in schema `schema`, its definition recording `layout` (snowflake).
+/// Every name is quoted and qualified, and the statement calls no function or operator: it
+/// means the same under any `search_path`.
+pub fn creation_statement(
+    kind: Kind,
+    schema: &str,
+    name: &RelationName,
+    layout: &Layout,
+) -> CString {
     let definition = match kind {
         Kind::Snowflake => {
             let max = layout.epoch_ms + (1i64 << OWN_TIME_BITS);
@@ -110,15 +132,15 @@ pub fn creation_statement(kind: Kind, name: &RelationName, layout: &Layout) -> C
         }
     };
     let mut q = b"CREATE SEQUENCE IF NOT EXISTS ".to_vec();
-    q.extend_from_slice(&qualified_name(kind, name));
+    q.extend_from_slice(&qualified_name(schema.as_bytes(), name));
     q.push(b' ');
     q.extend_from_slice(definition.as_bytes());
     CString::new(q).expect("quoted identifiers hold no NUL")
 }
 
-/// `schema.relation` of sequence `name` of `kind`, each part quoted as needed.
-pub fn qualified_name(kind: Kind, name: &RelationName) -> Vec<u8> {
-    let mut q = quote_identifier(kind.schema().as_bytes());
+/// `schema.relation`, each part quoted as needed.
+pub fn qualified_name(schema: &[u8], name: &RelationName) -> Vec<u8> {
+    let mut q = quote_identifier(schema);
     q.push(b'.');
     q.extend_from_slice(&quote_identifier(name.as_bytes()));
     q
@@ -138,8 +160,8 @@ fn quote_identifier(name: &[u8]) -> Vec<u8> {
 /// privilege on the schema is checked, and who owns it). Never as an object of the extension,
 /// even while its script runs (the update from 0.3.0 makes sequences): a member would not be
 /// dumped, and would go with the extension.
-pub fn create_in_this_transaction(kind: Kind, name: &RelationName, layout: &Layout) {
-    let statement = creation_statement(kind, name, layout);
+pub fn create_in_this_transaction(kind: Kind, schema: &str, name: &RelationName, layout: &Layout) {
+    let statement = creation_statement(kind, schema, name, layout);
     outside_extension(|| spi::connect(|conn| conn.execute(&statement)));
     // SAFETY: makes the new relation visible to the lookups that follow in this statement.
     unsafe { pg_sys::CommandCounterIncrement() };
@@ -174,8 +196,10 @@ pub struct Opened {
     pub filenode: u32,
     /// What its definition records (see the module's comment); zero for gdid sequences.
     pub layout: CreationLayout,
-    /// Made, or given new storage, by the current transaction.
-    pub new_in_this_transaction: bool,
+    /// Given new storage by the current transaction (`ALTER SEQUENCE ... RESTART`), which a
+    /// rollback would take back, with what was leased under it. (A relation the transaction
+    /// made, it may use: see `name_floors`.)
+    pub reset_in_this_transaction: bool,
 }
 
 /// Why a relation of a kind's schema cannot be used as a sequence of that kind.
@@ -202,7 +226,7 @@ pub fn open(kind: Kind, relid: Oid) -> Option<Result<Opened, NotOurs>> {
         }
         let r = (
             (*(*rel).rd_rel).relfilenode.to_u32(),
-            pgcompat::new_in_this_transaction(rel),
+            pgcompat::reset_in_this_transaction(rel),
             (*(*rel).rd_rel).relkind as u8,
             (*(*rel).rd_rel).relpersistence as u8,
         );
@@ -242,7 +266,7 @@ pub fn open(kind: Kind, relid: Oid) -> Option<Result<Opened, NotOurs>> {
         relid,
         filenode,
         layout,
-        new_in_this_transaction: new_here,
+        reset_in_this_transaction: new_here,
     }))
 }
 
@@ -306,12 +330,32 @@ pub unsafe fn getstruct<T>(tuple: pg_sys::HeapTuple) -> *mut T {
     }
 }
 
-/// `schema.relation` of sequence `relid` of `kind`, quoted as needed, for messages.
+/// `schema.relation` of sequence `relid`, quoted as needed, for messages.
 pub fn described(kind: Kind, relid: Oid) -> String {
+    // SAFETY: catalog lookups; InvalidOid and NULL for what does not exist.
+    let schema = unsafe {
+        let nsp = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid));
+        (!nsp.is_null()).then(|| CStr::from_ptr(nsp).to_bytes().to_vec())
+    };
     let name = relation_name(relid).and_then(|n| RelationName::from_bytes(&n));
-    match name {
-        Some(n) => crate::core::dbtext::DbText(&qualified_name(kind, &n)).to_string(),
-        None => format!("{kind}.?"),
+    match (schema, name) {
+        (Some(s), Some(n)) => crate::core::dbtext::DbText(&qualified_name(&s, &n)).to_string(),
+        _ => format!("{kind}.?"),
+    }
+}
+
+/// Whether the current transaction (or one of its subtransactions) made relation `relid`.
+pub fn made_in_this_transaction(relid: Oid) -> bool {
+    // SAFETY: RelationIdGetRelation returns NULL for a relation that no longer exists, else
+    // an open relcache entry that RelationClose gives back.
+    unsafe {
+        let rel = pg_sys::RelationIdGetRelation(relid);
+        if rel.is_null() {
+            return false;
+        }
+        let made = pgcompat::made_in_this_transaction(rel);
+        pg_sys::RelationClose(rel);
+        made
     }
 }
 

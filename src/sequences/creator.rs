@@ -87,20 +87,20 @@ pub fn make(name: SequenceName<'_>, relname: &RelationName, schema: Schema, layo
         )
         .detail(format!(
             "A new name makes a sequence in schema {}, which takes CREATE on that schema.",
-            name.kind().schema()
+            schema.name
         ))
         .hint(format!(
             "Have a role with that privilege use the name first, or GRANT CREATE ON SCHEMA {} \
              to this role.",
-            name.kind().schema()
+            schema.name
         ))
         .raise();
     }
     let kind = name.kind();
     if schema.new_in_this_transaction {
-        catalog::create_in_this_transaction(kind, relname, layout);
+        catalog::create_in_this_transaction(kind, schema.name, relname, layout);
     } else {
-        make_once(kind, relname, schema.oid, layout);
+        make_once(kind, relname, schema, layout);
     }
 }
 
@@ -118,7 +118,7 @@ pub fn make(name: SequenceName<'_>, relname: &RelationName, schema: Schema, layo
 /// released as soon as the relation is there, not held while the caller goes on generating.
 /// The holder waits for its worker, which is bounded (`WORKER_SLOT_WAIT_MS` for a slot, the
 /// worker's own `lock_timeout`), so the others' wait is bounded too.
-fn make_once(kind: Kind, relname: &RelationName, schema: Oid, layout: &Layout) {
+fn make_once(kind: Kind, relname: &RelationName, schema: Schema, layout: &Layout) {
     let key = relname.creation_lock_key(kind);
     // SAFETY: a plain read; MyDatabaseId is set in a backend connected to a database.
     let db = unsafe { pg_sys::MyDatabaseId };
@@ -138,7 +138,7 @@ fn make_once(kind: Kind, relname: &RelationName, schema: Oid, layout: &Layout) {
         pg_sys::LockAcquire(&tag, mode, false, false);
         pg_sys::AcceptInvalidationMessages();
     }
-    if catalog::find(schema, relname).is_none() {
+    if catalog::find(schema.oid, relname).is_none() {
         create_autonomously(kind, relname, layout);
         // SAFETY: reads the worker's catalog changes into this backend's caches.
         unsafe { pg_sys::AcceptInvalidationMessages() };
@@ -301,7 +301,6 @@ pub unsafe extern "C-unwind" fn snowflake_id_sequence_creator(arg: Datum) {
             let relation = RelationName::from_bytes(&(&(*ex).name)[..(*ex).name_len as usize])
                 .expect("the caller sends a relation name it made");
             let layout = Layout::own((*ex).node_bits, (*ex).epoch_ms);
-            let statement = catalog::creation_statement(kind, &relation, &layout);
 
             pg_sys::SetCurrentStatementStartTimestamp();
             pg_sys::StartTransactionCommand();
@@ -318,7 +317,14 @@ pub unsafe extern "C-unwind" fn snowflake_id_sequence_creator(arg: Datum) {
                     // (the caller waits for the worker, out of the deadlock detector's
                     // sight): give up instead.
                     conn.execute(c"SET LOCAL lock_timeout = '10s'");
-                    conn.execute(&statement);
+                    // The schema as the caller found it: the extension's, committed.
+                    let schema = catalog::schema(kind);
+                    conn.execute(&catalog::creation_statement(
+                        kind,
+                        schema.name,
+                        &relation,
+                        &layout,
+                    ));
                 })
             });
             match made {

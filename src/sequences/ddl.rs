@@ -177,11 +177,9 @@ unsafe fn refuse_renaming_a_named_sequence(stmt: *mut pg_sys::Node) {
     }
     // SAFETY: a catalog lookup.
     let nsp = unsafe { pg_sys::get_rel_namespace(relid) };
-    let ours = [Kind::Snowflake, Kind::Gdid].into_iter().any(|k| {
-        let name = std::ffi::CString::new(k.schema()).expect("no NUL");
-        // SAFETY: a catalog lookup; InvalidOid when there is no such schema.
-        unsafe { pg_sys::get_namespace_oid(name.as_ptr(), true) == nsp }
-    });
+    let ours = [Kind::Snowflake, Kind::Gdid]
+        .into_iter()
+        .any(|k| crate::sequences::catalog::is_schema_of(k, nsp));
     if !ours || !defaults::named_by_a_default(relid) {
         return;
     }

@@ -73,9 +73,12 @@ fn bind(depender: pg_sys::ObjectAddress, tree: &[u8], layout: &Layout, making: M
             Some(relid) => relid,
             None => {
                 match making {
-                    Making::ByTheUpdate => {
-                        catalog::create_in_this_transaction(named.kind, &relname, layout)
-                    }
+                    Making::ByTheUpdate => catalog::create_in_this_transaction(
+                        named.kind,
+                        schema.name,
+                        &relname,
+                        layout,
+                    ),
                     Making::ForTheCurrentRole => creator::make(name, &relname, schema, layout),
                 }
                 match catalog::find(schema.oid, &relname) {

@@ -20,7 +20,9 @@
 
 use pgrx::pg_sys::{self, Datum, Oid};
 
+use crate::core::identity::Kind;
 use crate::pg::shmem::{self, InterruptibleLock};
+use crate::sequences::name_floors;
 
 /// Waits for the extension lock of the sequence whose cache key hashes to `hash`; the wait
 /// can be cancelled and shows as the wait event `Extension`.
@@ -214,9 +216,12 @@ unsafe fn sequence_value(page: *const u8) -> Result<Option<i64>, ()> {
     }
 }
 
-/// Sets the value of sequence `relid` (`setval(relid, value, true)`) and waits until the WAL
-/// record of it is flushed: once this returns, the value survives a crash.
-pub fn write_and_flush(relid: Oid, value: i64) {
+/// Sets the value of sequence `relid` of `kind` (`setval(relid, value, true)`) and waits until
+/// the WAL record of it is flushed: once this returns, the value survives a crash. If the
+/// current transaction made the relation, the value becomes the floor of its name first (see
+/// `name_floors`): a rollback would take the relation with it.
+pub fn write_and_flush(kind: Kind, relid: Oid, value: i64) {
+    name_floors::before_lease(kind, relid, value);
     as_superuser(|| {
         // SAFETY: setval3_oid is PostgreSQL's setval(regclass, bigint, boolean), called
         // through its V1 interface with three non-null arguments; it raises an ERROR for a

@@ -14,11 +14,12 @@
 use pgrx::pg_sys::{self, Datum, Oid};
 
 use crate::core::gdid::value::{Gdid, SIZE};
-use crate::core::lease::Lease;
+use crate::core::identity::Kind;
+use crate::core::lease::{self, Lease};
 use crate::core::snowflake::layout::Layout;
 use crate::pg::errors;
 use crate::sequences::resolve::Resolved;
-use crate::sequences::{catalog, depend};
+use crate::sequences::{catalog, depend, name_floors};
 use crate::{core::probe, pg::pgcompat};
 
 /// Why a generator's reservation, made while its backend is in the cache's epoch, did not
@@ -49,9 +50,12 @@ enum Keys {
 }
 
 /// The first millisecond (since the layout's epoch) after every stored key of node `node`
-/// from millisecond `from_ms` on, over every column of sequence `seq`.
+/// from millisecond `from_ms` on, over every column of sequence `seq`, and after every ID a
+/// relation of its name handed out in a transaction that did not commit (see `name_floors`).
 pub fn snowflake_floor(seq: Oid, layout: &Layout, node: u32, from_ms: u64) -> Option<u64> {
-    columns(seq)
+    let uncommitted = name_floors::floor(Kind::Snowflake, seq)
+        .map(|v| lease::snowflake_from_value(layout.epoch_ms, v));
+    let stored = columns(seq)
         .into_iter()
         .filter_map(|(rel, attnum)| {
             let mut index = IndexProbe::open(rel, attnum, Keys::Bigint)?;
@@ -61,13 +65,16 @@ pub fn snowflake_floor(seq: Oid, layout: &Layout, node: u32, from_ms: u64) -> Op
                     .map(|d| d.value() as i64)
             })
         })
-        .max()
+        .max();
+    stored.max(uncommitted)
 }
 
 /// The lease that covers every stored key of authority `authority` over every column of
-/// sequence `seq`.
+/// sequence `seq`, and every gdid a relation of its name handed out in a transaction that did
+/// not commit (see `name_floors`).
 pub fn gdid_floor(seq: Oid, authority: u8) -> Option<Lease> {
-    columns(seq)
+    let uncommitted = name_floors::floor(Kind::Gdid, seq).and_then(lease::gdid_from_value);
+    let stored = columns(seq)
         .into_iter()
         .filter_map(|(rel, attnum)| {
             let mut index = IndexProbe::open(rel, attnum, Keys::Gdid)?;
@@ -80,7 +87,8 @@ pub fn gdid_floor(seq: Oid, authority: u8) -> Option<Lease> {
                 })
             })
         })
-        .max()
+        .max();
+    stored.max(uncommitted)
 }
 
 /// The columns to read: (relation with storage, attribute number).

@@ -19,7 +19,7 @@ pub fn drop_sequence(name: SequenceName<'_>) -> bool {
         return false;
     }
     let mut statement = b"DROP SEQUENCE ".to_vec();
-    statement.extend_from_slice(&catalog::qualified_name(kind, &relname));
+    statement.extend_from_slice(&catalog::qualified_name(schema.name.as_bytes(), &relname));
     let statement = CString::new(statement).expect("quoted identifiers hold no NUL");
     spi::connect(|conn| conn.execute(&statement));
     true

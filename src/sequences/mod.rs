@@ -18,6 +18,7 @@ pub mod fallback;
 pub mod inflight;
 pub mod lifecycle;
 pub mod lookup;
+pub mod name_floors;
 pub mod naming;
 pub mod prerequisites;
 pub mod privileges;

@@ -99,19 +99,16 @@ fn lock_for_transaction(relid: Oid) {
 }
 
 fn check(name: SequenceName<'_>, opened: &Opened, layout: &Layout, purpose: Purpose) {
-    if opened.new_in_this_transaction {
+    if opened.reset_in_this_transaction {
         error(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!(
-                "{} was created or reset in the current transaction",
-                name.described()
-            ),
+            format!("{} was reset in the current transaction", name.described()),
         )
         .detail(
-            "Values it handed out now would come back if the transaction rolled back and the \
-             sequence were made again.",
+            "ALTER SEQUENCE ... RESTART gave it new storage, which a rollback would take back: \
+             its earlier lease would then return, below values handed out now.",
         )
-        .hint("Commit the transaction that created it (or ran ALTER SEQUENCE ... RESTART) first.")
+        .hint("Commit the transaction that ran ALTER SEQUENCE ... RESTART first.")
         .raise();
     }
     if name.kind() == Kind::Snowflake {

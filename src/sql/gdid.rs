@@ -121,6 +121,12 @@ sql_functions! {
         advance(SequenceName::Gdid { scope, sequence }, past)
     }
 
+    /// The schema of this database's gdid sequences (`gdid`, or `gdid_seq` where another schema
+    /// had that name when the extension was made); NULL without one.
+    fn gdid_sequence_schema() -> regnamespace [stable parallel_safe] |_| {
+        catalog::existing_schema(Kind::Gdid).map(|s| s.oid)
+    }
+
     /// `DROP SEQUENCE gdid."scope/sequence"`, as the caller (its owner may): refused while a
     /// DEFAULT uses it. False if there is no such sequence.
     fn gdid_drop_sequence(scope: text, sequence: text) -> boolean [volatile parallel_unsafe] |_| {
@@ -407,7 +413,7 @@ fn take(
             )
             .raise(),
             Plan::Move(m) => {
-                durable::write_and_flush(r.relid, lease::gdid_to_value(m.lease));
+                durable::write_and_flush(Kind::Gdid, r.relid, lease::gdid_to_value(m.lease));
                 seq.publish(m, now);
                 seq.slot().touch(now);
             }
@@ -440,7 +446,7 @@ fn advance(name: SequenceName<'_>, past: Gdid) {
         load(seq, &r);
         if let Some(m) = seq.plan_advance(past.era, past.counter()) {
             let now = wallclock::precise_unix_ms();
-            durable::write_and_flush(r.relid, lease::gdid_to_value(m.lease));
+            durable::write_and_flush(Kind::Gdid, r.relid, lease::gdid_to_value(m.lease));
             seq.publish(m, now);
         }
         return;

@@ -73,6 +73,14 @@ COMMENT ON FUNCTION gdid_from_bytea(bytea) IS 'The gdid of exactly 12 bytes';
 CREATE CAST (gdid AS bytea) WITH FUNCTION gdid_to_bytea(gdid);
 CREATE CAST (bytea AS gdid) WITH FUNCTION gdid_from_bytea(bytea);
 CREATE CAST (gdid AS text) WITH INOUT AS ASSIGNMENT;
+-- Drivers that know no gdid (its OID differs per database) send one as text typed text or
+-- varchar: JDBC's setString, an ORM's String column, TypeORM. Implicit, so that comparisons,
+-- INSERT and UPDATE take it as they take a literal, and an index on the column serves. No
+-- query that resolved before resolves otherwise: text is the preferred type of its category,
+-- so a text or varchar argument still picks text's operator or function wherever one exists
+-- (pg_regress gdid_text_params).
+CREATE CAST (text AS gdid) WITH INOUT AS IMPLICIT;
+CREATE CAST (varchar AS gdid) WITH INOUT AS IMPLICIT;
 
 CREATE FUNCTION gdid_compress(gdid) RETURNS bytea
     IMMUTABLE STRICT PARALLEL SAFE
@@ -218,12 +226,18 @@ CREATE FUNCTION gdid_sequence_state(seq regclass,
     LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_sequence_state';
 COMMENT ON FUNCTION gdid_sequence_state(regclass) IS 'The row of gdid_sequences for one sequence';
 
+CREATE FUNCTION gdid_sequence_schema() RETURNS regnamespace
+    STABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_sequence_schema';
+COMMENT ON FUNCTION gdid_sequence_schema() IS
+    'The schema of this database''s gdid sequences: gdid, or gdid_seq where a schema gdid was there before the extension';
+
 CREATE VIEW gdid_sequences AS
     SELECT s.scope, s.sequence, s.era, s.last_counter, s.lease_end, s.issued,
            s.lease_extensions, c.oid::pg_catalog.regclass AS relation
       FROM pg_catalog.pg_class c
      CROSS JOIN LATERAL @extschema@.gdid_sequence_state(c.oid::pg_catalog.regclass) s
-     WHERE c.relnamespace OPERATOR(pg_catalog.=) 'gdid'::pg_catalog.regnamespace
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) @extschema@.gdid_sequence_schema()
        AND c.relkind OPERATOR(pg_catalog.=) 'S';
 GRANT SELECT ON gdid_sequences TO PUBLIC;
 COMMENT ON VIEW gdid_sequences IS

@@ -84,6 +84,12 @@ sql_functions! {
         min_id_of(named_layout(layout), ts)
     }
 
+    /// The schema of this database's snowflake sequences (`snowflake`, or `snowflake_seq` where
+    /// another schema had that name when the extension was made); NULL without one.
+    fn snowflake_sequence_schema() -> regnamespace [stable parallel_safe] |_| {
+        catalog::existing_schema(Kind::Snowflake).map(|s| s.oid)
+    }
+
     /// `DROP SEQUENCE snowflake.seq`, as the caller (its owner may): refused while a DEFAULT
     /// uses it. False if there is no such sequence.
     fn snowflake_drop_sequence(seq: text) -> boolean [volatile parallel_unsafe] |_| {
@@ -374,7 +380,11 @@ fn extend_lease(
         .ms_since_epoch(now_unix_ms)
         .unwrap_or(last >> layout.counter_bits);
     let end = seq.lease_target_ms(last, now_ms, bounds);
-    durable::write_and_flush(r.relid, lease::snowflake_to_value(layout.epoch_ms, end));
+    durable::write_and_flush(
+        Kind::Snowflake,
+        r.relid,
+        lease::snowflake_to_value(layout.epoch_ms, end),
+    );
     seq.publish_lease(end);
     seq.slot().touch(now_unix_ms);
     Ok(())

@@ -17,15 +17,38 @@ COMMENT ON DOMAIN snowflake IS
 -- Every named sequence is a PostgreSQL sequence of one of these schemas (src/sequences): made
 -- by its name's first use, owned by the role that used it, dumped, copied and dropped as
 -- any sequence. Every role may use them (as the privileges on each sequence allow); making a
--- new one takes CREATE on the schema, which the database's owner has.
-CREATE SCHEMA snowflake;
-COMMENT ON SCHEMA snowflake IS
-    'The snowflake sequences of snowflake_id: snowflake_next(''orders'') generates from snowflake.orders';
-CREATE SCHEMA gdid;
-COMMENT ON SCHEMA gdid IS
-    'The gdid sequences of snowflake_id: gdid_next(''shop'', ''orders'') generates from gdid."shop/orders"';
-GRANT USAGE ON SCHEMA snowflake, gdid TO PUBLIC;
-GRANT CREATE ON SCHEMA snowflake, gdid TO pg_database_owner;
+-- new one takes CREATE on the schema, which the database's owner has. Each is named by its
+-- kind, unless a schema of that name is there already (pgEdge's snowflake extension, a
+-- schema of the user's): then it has a name of its own (core/identity.rs, schema_names),
+-- which a dump restored into a database with the same schemas finds again.
+DO $schemas$
+DECLARE
+    kind text;
+    chosen text;
+BEGIN
+    FOREACH kind IN ARRAY ARRAY['snowflake', 'gdid'] LOOP
+        chosen := kind;
+        IF pg_catalog.to_regnamespace(pg_catalog.quote_ident(kind)) IS NOT NULL THEN
+            chosen := kind OPERATOR(pg_catalog.||) '_seq';
+        END IF;
+        EXECUTE pg_catalog.format('CREATE SCHEMA %I', chosen);
+        EXECUTE pg_catalog.format('COMMENT ON SCHEMA %I IS %L', chosen, pg_catalog.format(
+            'The %s sequences of snowflake_id: %s', kind,
+            pg_catalog.format(pg_catalog.jsonb_build_object(
+                'snowflake', 'snowflake_next(''orders'') generates from %I.orders',
+                'gdid', 'gdid_next(''shop'', ''orders'') generates from %I."shop/orders"'
+            ) OPERATOR(pg_catalog.->>) kind, chosen)));
+        EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA %I TO PUBLIC', chosen);
+        EXECUTE pg_catalog.format('GRANT CREATE ON SCHEMA %I TO pg_database_owner', chosen);
+    END LOOP;
+END
+$schemas$;
+
+CREATE FUNCTION snowflake_sequence_schema() RETURNS regnamespace
+    STABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_sequence_schema';
+COMMENT ON FUNCTION snowflake_sequence_schema() IS
+    'The schema of this database''s snowflake sequences: snowflake, or snowflake_seq where a schema snowflake was there before the extension';
 
 CREATE FUNCTION snowflake_next(seq text) RETURNS snowflake
     VOLATILE STRICT PARALLEL UNSAFE
@@ -416,7 +439,7 @@ CREATE VIEW snowflake_sequences AS
            s.lease_extensions, c.oid::pg_catalog.regclass AS relation
       FROM pg_catalog.pg_class c
      CROSS JOIN LATERAL @extschema@.snowflake_sequence_state(c.oid::pg_catalog.regclass) s
-     WHERE c.relnamespace OPERATOR(pg_catalog.=) 'snowflake'::pg_catalog.regnamespace
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) @extschema@.snowflake_sequence_schema()
        AND c.relkind OPERATOR(pg_catalog.=) 'S';
 GRANT SELECT ON snowflake_sequences TO PUBLIC;
 COMMENT ON VIEW snowflake_sequences IS

@@ -247,7 +247,7 @@ pub mod types {
         text_datum = "text", bytea = "bytea", cstring = "cstring", internal = "internal",
         timestamptz = "timestamptz", interval = "interval", text_array = "text[]",
         void = "void", snowflake = "snowflake", gdid = "gdid", gdid_datum = "gdid",
-        gdid_or_null = "gdid", regclass = "regclass", xid = "xid",
+        gdid_or_null = "gdid", regclass = "regclass", regnamespace = "regnamespace", xid = "xid",
         record = "record", trigger = "trigger", uuid = "uuid", int8range = "int8range",
     }
 
@@ -261,6 +261,16 @@ pub mod types {
         type Rust = pgrx::pg_sys::Oid;
         fn datum(r: pgrx::pg_sys::Oid, _: Call<'_>) -> Datum {
             Datum::from(r)
+        }
+    }
+    /// A schema, or NULL.
+    impl Ret for regnamespace {
+        type Rust = Option<pgrx::pg_sys::Oid>;
+        fn datum(r: Option<pgrx::pg_sys::Oid>, call: Call<'_>) -> Datum {
+            match r {
+                Some(oid) => Datum::from(oid),
+                None => call.null(),
+            }
         }
     }
     /// A transaction ID (32 bits, as PostgreSQL's `xid`).

@@ -82,8 +82,9 @@ fn statements(sql: &str) -> Vec<String> {
     let (mut start, mut i) = (0, 0);
     while i < b.len() {
         match b[i] {
-            b'\\' if sql[start..i].trim().is_empty() => {
-                // a psql command (\echo ... \quit): to the end of its line
+            b'\\' if uncommented(&sql[start..i]).trim().is_empty() => {
+                // a psql command (\echo ... \quit), after comments at most: to the end of its
+                // line
                 i = sql[i..].find('\n').map_or(b.len(), |n| i + n);
                 start = i;
                 continue;

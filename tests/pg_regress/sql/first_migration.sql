@@ -1,0 +1,75 @@
+-- A first migration runs in one transaction (Flyway's V1__init.sql, Alembic's first revision,
+-- Django's 0001 with its data, psql -1 -f schema.sql): the extension, tables whose DEFAULTs
+-- name new sequences, seed rows. The sequences are made by that transaction (a background
+-- worker cannot see the extension's schemas before it commits), and generate at once.
+\set regress_db :DBNAME
+CREATE DATABASE snowflake_first_migration;
+\c snowflake_first_migration
+BEGIN;
+CREATE EXTENSION snowflake_id;
+CREATE TABLE orders (
+    id   snowflake PRIMARY KEY DEFAULT snowflake_next('orders'),
+    item text NOT NULL
+);
+CREATE TABLE invoices (
+    id   gdid PRIMARY KEY DEFAULT gdid_next('billing', 'invoices'),
+    item text NOT NULL
+);
+INSERT INTO orders (item) VALUES ('tea'), ('cake')
+    RETURNING item, snowflake_node(id) AS node, now() - snowflake_timestamp(id) < interval '1 minute' AS now;
+INSERT INTO invoices (item) VALUES ('rent') RETURNING id, item;
+COMMIT;
+INSERT INTO invoices (item) VALUES ('water') RETURNING id, item;
+SELECT count(*) AS orders, count(DISTINCT id) AS distinct_ids FROM orders;
+-- The sequences are the migration's role's, depended on by the DEFAULTs, like any made later.
+SELECT schemaname, sequencename, sequenceowner = current_user AS owned_by_the_migration
+  FROM pg_sequences WHERE schemaname IN ('snowflake', 'gdid') ORDER BY 1;
+SELECT pg_describe_object(classid, objid, objsubid) AS dependent, deptype
+  FROM pg_depend WHERE refobjid IN ('snowflake.orders'::regclass, 'gdid."billing/invoices"'::regclass)
+ ORDER BY 1;
+
+-- The same migration rolled back after its IDs were returned, then run again: none of them is
+-- handed out again. The sequences went with the transaction, but what they leased stays the
+-- floor of their names while the server runs (docs/how-it-works.md: and across a restart).
+CREATE DATABASE snowflake_first_migration_again;
+\c snowflake_first_migration_again
+BEGIN;
+CREATE EXTENSION snowflake_id;
+CREATE TABLE orders (id snowflake PRIMARY KEY DEFAULT snowflake_next('orders'), item text);
+CREATE TABLE invoices (id gdid PRIMARY KEY DEFAULT gdid_next('billing', 'invoices'), item text);
+INSERT INTO orders (item) SELECT 'seed ' || i FROM generate_series(1, 20000) i;
+SELECT max(id) AS last_order FROM orders \gset
+INSERT INTO invoices (item) SELECT 'seed ' || i FROM generate_series(1, 3) i RETURNING id;
+SELECT max(id) AS last_invoice FROM invoices \gset
+ROLLBACK;
+SELECT count(*) AS extensions FROM pg_extension WHERE extname = 'snowflake_id';
+BEGIN;
+CREATE EXTENSION snowflake_id;
+CREATE TABLE orders (id snowflake PRIMARY KEY DEFAULT snowflake_next('orders'), item text);
+CREATE TABLE invoices (id gdid PRIMARY KEY DEFAULT gdid_next('billing', 'invoices'), item text);
+INSERT INTO orders (item) VALUES ('again');
+INSERT INTO invoices (item) VALUES ('again');
+COMMIT;
+SELECT min(id) > :last_order AS orders_above_the_rolled_back,
+       (SELECT min(id) FROM invoices) > :'last_invoice' AS invoices_above_the_rolled_back
+  FROM orders;
+
+-- ALTER SEQUENCE ... RESTART in a migration: a sequence given new storage hands nothing out in
+-- the transaction that restarted it (a rollback would bring the earlier lease back, below
+-- what it handed out). Committed, the restarted sequence is fresh, and continues above the
+-- keys its DEFAULT's column holds (the fallback), not from its START.
+BEGIN;
+ALTER SEQUENCE gdid."billing/invoices" RESTART;
+INSERT INTO invoices (item) VALUES ('restarted');
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+ALTER SEQUENCE gdid."billing/invoices" RESTART;
+SELECT last_value IS NULL AS fresh FROM pg_sequences WHERE sequencename = 'billing/invoices';
+INSERT INTO invoices (item) VALUES ('after the restart');
+SELECT count(*) = count(DISTINCT id) AS all_distinct,
+       max(id) = (SELECT id FROM invoices WHERE item = 'after the restart') AS the_new_one_is_last
+  FROM invoices;
+
+\c :regress_db
+DROP DATABASE snowflake_first_migration;
+DROP DATABASE snowflake_first_migration_again;
