@@ -30,6 +30,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # The commit of each release that tests start from.
 declare -A releases=(
     [0.3.0]=52809a412ed7efb54ac03ad351182303960d8f63
+    [0.4.0]=2f47eb25eb88be16ad43733c6210869d88fe40fd
 )
 
 [ $# -eq 2 ] || { echo "usage: $0 VERSION PG_CONFIG" >&2; exit 2; }

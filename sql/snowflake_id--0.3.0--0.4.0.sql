@@ -11,13 +11,17 @@
 -- its own, as a fresh install since 0.5.0 does (the library finds either).
 DO $schemas$
 DECLARE
+    taken boolean := pg_catalog.to_regnamespace('snowflake') IS NOT NULL
+                     OR pg_catalog.to_regnamespace('gdid') IS NOT NULL;
     kind text;
     chosen text;
 BEGIN
     FOREACH kind IN ARRAY ARRAY['snowflake', 'gdid'] LOOP
         chosen := kind;
-        IF pg_catalog.to_regnamespace(pg_catalog.quote_ident(kind)) IS NOT NULL THEN
-            chosen := kind OPERATOR(pg_catalog.||) '_seq';
+        IF taken THEN
+            chosen := pg_catalog.jsonb_build_object('snowflake', 'snowflake_seq',
+                                                    'gdid', 'snowflake_gdid_seq')
+                      OPERATOR(pg_catalog.->>) kind;
         END IF;
         EXECUTE pg_catalog.format('CREATE SCHEMA %I', chosen);
         EXECUTE pg_catalog.format('COMMENT ON SCHEMA %I IS %L', chosen, pg_catalog.format(

@@ -7,13 +7,13 @@ CREATE FUNCTION snowflake_sequence_schema() RETURNS regnamespace
     STABLE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_sequence_schema';
 COMMENT ON FUNCTION snowflake_sequence_schema() IS
-    'The schema of this database''s snowflake sequences: snowflake, or snowflake_seq where a schema snowflake was there before the extension';
+    'The schema of this database''s snowflake sequences: snowflake, or snowflake_seq where a schema snowflake or gdid was there before the extension';
 
 CREATE FUNCTION gdid_sequence_schema() RETURNS regnamespace
     STABLE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_sequence_schema';
 COMMENT ON FUNCTION gdid_sequence_schema() IS
-    'The schema of this database''s gdid sequences: gdid, or gdid_seq where a schema gdid was there before the extension';
+    'The schema of this database''s gdid sequences: gdid, or snowflake_gdid_seq where a schema snowflake or gdid was there before the extension';
 
 CREATE OR REPLACE VIEW snowflake_sequences AS
     SELECT c.relname::pg_catalog.text COLLATE pg_catalog."default" AS name, s.layout, s.epoch,

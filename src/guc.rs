@@ -4,7 +4,7 @@
 //! value of an extension's setting in `postgresql.conf` by the default, with only a WARNING,
 //! and drops a misspelt name the same way. Here an invalid value or an unknown
 //! `snowflake.*`/`gdid.*` name stops the server at start (FATAL, naming the setting and its
-//! range), and a node number or authority that was never set makes the generators refuse
+//! range; pgEdge's `snowflake.node` excepted), and a node number or authority that was never set makes the generators refuse
 //! (55000) instead of stamping a default that another server may use too.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -229,10 +229,12 @@ pub fn register() {
     define_claim_settings();
 
     refuse_unknown_names();
-    // SAFETY: plain calls PostgreSQL allows while libraries are preloaded; afterwards a
-    // misspelt `snowflake.` or `gdid.` setting is an error instead of a silent placeholder.
+    // SAFETY: a plain call PostgreSQL allows while libraries are preloaded; afterwards a
+    // misspelt `gdid.` setting is an error instead of a silent placeholder. Not `snowflake.`:
+    // pgEdge's snowflake extension, which need not be preloaded and may be loaded after this
+    // library, defines `snowflake.node`, and reserving the prefix would drop its value from
+    // the configuration files (and refuse its SET) before that library could define it.
     unsafe {
-        pg_sys::MarkGUCPrefixReserved(c"snowflake".as_ptr());
         pg_sys::MarkGUCPrefixReserved(c"gdid".as_ptr());
     }
 
@@ -438,11 +440,19 @@ fn refuse_invalid_bool(given: &Given) {
     }
 }
 
+/// Settings of other extensions under the `snowflake.` prefix: pgEdge's snowflake extension's
+/// node number, which a server may keep beside this one's while moving from it.
+const OTHERS: &[&str] = &["snowflake.node"];
+
 /// Refuses `snowflake.*` and `gdid.*` names this extension does not define: a misspelt
-/// `snowflake.nodeid` would otherwise leave the node number unset without a word.
+/// `snowflake.nodeid` would otherwise leave the node number unset without a word. Names
+/// another extension defines ([`OTHERS`]) pass.
 fn refuse_unknown_names() {
     for name in placeholder_names() {
         let lower = name.to_ascii_lowercase();
+        if OTHERS.contains(&lower.as_str()) {
+            continue;
+        }
         if lower.starts_with("snowflake.") || lower.starts_with("gdid.") {
             error(
                 Code::ERRCODE_UNDEFINED_OBJECT,

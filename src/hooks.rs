@@ -62,7 +62,10 @@ unsafe extern "C-unwind" fn process_utility(
             if toplevel {
                 detection::watch::before_statement();
             }
-            sequences::ddl::before_statement((*pstmt).utilityStmt, toplevel);
+            let run = sequences::ddl::before_statement((*pstmt).utilityStmt, toplevel);
+            if run == sequences::ddl::Run::Skip {
+                return;
+            }
             errors::guarded(|| match PREV_PROCESS_UTILITY_HOOK {
                 Some(prev) => prev(
                     pstmt,

@@ -36,14 +36,17 @@ impl Kind {
         }
     }
 
-    /// The names the schema that holds the sequence relations of this kind may have, in the
-    /// order `CREATE EXTENSION` tries them: the first that no schema of the database has yet
-    /// (another extension's `snowflake`, a schema of the user's). A database keeps the name
+    /// The names the schema that holds the sequence relations of this kind may have: the
+    /// first, unless a schema `snowflake` or `gdid` was in the database before the extension
+    /// (pgEdge's snowflake extension, a schema of the user's); then both kinds take the second.
+    /// Both second names sort after `snowflake` and `gdid`: pg_dump writes `CREATE EXTENSION`
+    /// right before the first schema of the extension in name order, so a restore makes those
+    /// schemas first, and the extension takes the same names again. A database keeps the names
     /// its extension took; releases before 0.5.0 knew only the first.
     pub fn schema_names(self) -> [&'static str; 2] {
         match self {
             Kind::Snowflake => ["snowflake", "snowflake_seq"],
-            Kind::Gdid => ["gdid", "gdid_seq"],
+            Kind::Gdid => ["gdid", "snowflake_gdid_seq"],
         }
     }
 }

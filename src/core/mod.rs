@@ -4,6 +4,7 @@
 //! search, what replication brought, the values still in flight. `scripts/check_layers.py` keeps every module here free of
 //! pgrx and of imports from outside `core`.
 
+pub mod citus;
 pub mod claim;
 pub mod dbtext;
 pub mod epochs;

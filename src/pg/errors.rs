@@ -98,6 +98,12 @@ impl PgError {
         unsafe { self.emit(level) }
     }
 
+    /// Sends it to the client as a NOTICE and carries on.
+    pub fn notice(self) {
+        // SAFETY: below ERROR, errfinish returns.
+        unsafe { self.emit(PgLogLevel::NOTICE as c_int) }
+    }
+
     /// Saves it in the ErrorSaveContext the caller passed as `context`, if it did, and
     /// returns true: the function must then return NULL. False if the caller wants the error
     /// raised (PostgreSQL 15 never passes one).

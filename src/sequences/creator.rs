@@ -112,12 +112,17 @@ pub fn make(name: SequenceName<'_>, relname: &RelationName, schema: Schema, layo
 ///
 /// The lock is a transaction-level advisory lock (user lock method, as
 /// `pg_advisory_xact_lock` takes one) keyed by the kind and the name, with a `field4` of its
-/// own ([`CREATION_LOCK_CLASS`]) so that it never meets a user's advisory lock. Waiting for
-/// it is PostgreSQL's lock wait: `lock_timeout`, `statement_timeout`, a cancel and the
-/// deadlock detector end it with an ERROR, and the (sub)transaction's abort releases it. It is
-/// released as soon as the relation is there, not held while the caller goes on generating.
-/// The holder waits for its worker, which is bounded (`WORKER_SLOT_WAIT_MS` for a slot, the
-/// worker's own `lock_timeout`), so the others' wait is bounded too.
+/// own ([`CREATION_LOCK_CLASS`]) so that it never meets a user's advisory lock. It is taken
+/// without queueing in the lock manager: a session that finds it held polls for it, in
+/// steps of a millisecond that a cancel or `statement_timeout` ends, and gives up with 55P03
+/// after `lock_timeout` as a lock wait would. A wait in the lock manager would be seen by
+/// Citus's distributed deadlock detector, for which the shard tasks of one distributed
+/// statement are one transaction: a task waiting for a sibling task that holds the lock (and
+/// waits for its worker, outside any lock) was taken for a deadlock of the statement with
+/// itself, and cancelled. The holder waits for its worker, which is bounded
+/// (`WORKER_SLOT_WAIT_MS` for a slot, the worker's own `lock_timeout`), so the others' wait
+/// is bounded too. The lock is released as soon as the relation is there, not held while the
+/// caller goes on generating.
 fn make_once(kind: Kind, relname: &RelationName, schema: Schema, layout: &Layout) {
     let key = relname.creation_lock_key(kind);
     // SAFETY: a plain read; MyDatabaseId is set in a backend connected to a database.
@@ -131,13 +136,42 @@ fn make_once(kind: Kind, relname: &RelationName, schema: Schema, layout: &Layout
         locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
     };
     let mode = pg_sys::ExclusiveLock as pg_sys::LOCKMODE;
-    // SAFETY: a lock request that may wait (and raise, see above), then the invalidations of
-    // whatever committed while it waited, as LockRelationOid reads them: a relation another
-    // session's worker made is found below.
-    unsafe {
-        pg_sys::LockAcquire(&tag, mode, false, false);
-        pg_sys::AcceptInvalidationMessages();
+    let started = std::time::Instant::now();
+    loop {
+        // SAFETY: a lock request that never waits (dontWait); it raises only for an exhausted
+        // lock table (53200), as any lock request.
+        let got = unsafe { pg_sys::LockAcquire(&tag, mode, false, true) };
+        if got != pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL {
+            break;
+        }
+        // SAFETY: a plain read of the setting.
+        let timeout_ms = unsafe { pg_sys::LockTimeout };
+        if timeout_ms > 0 && started.elapsed().as_millis() >= timeout_ms as u128 {
+            error(
+                Code::ERRCODE_LOCK_NOT_AVAILABLE,
+                format!(
+                    "canceling statement due to lock timeout: another session is making {kind} sequence \"{}\"",
+                    crate::core::dbtext::DbText(relname.as_bytes())
+                ),
+            )
+            .raise();
+        }
+        // SAFETY: the standard interruptible wait on the process latch, with a timeout and
+        // exit on postmaster death; interrupts are checked right after.
+        unsafe {
+            pg_sys::WaitLatch(
+                pg_sys::MyLatch,
+                (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+                1,
+                pg_sys::PG_WAIT_EXTENSION,
+            );
+            pg_sys::ResetLatch(pg_sys::MyLatch);
+        }
+        pgrx::check_for_interrupts!();
     }
+    // SAFETY: the invalidations of whatever committed while this session waited, as
+    // LockRelationOid reads them: a relation another session's worker made is found below.
+    unsafe { pg_sys::AcceptInvalidationMessages() };
     if catalog::find(schema.oid, relname).is_none() {
         create_autonomously(kind, relname, layout);
         // SAFETY: reads the worker's catalog changes into this backend's caches.

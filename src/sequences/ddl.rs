@@ -88,14 +88,156 @@ fn forget_cached(relid: Oid) {
     registry.evict_relation(lookup::current_db(), relid.to_u32());
 }
 
+/// What the utility hook does with a statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// Run it.
+    Run,
+    /// Skip it: Citus rewriting a sequence of the extension's schemas into a worker's window.
+    Skip,
+}
+
 /// Before a utility statement (`toplevel`: not one that another runs): what a failed
-/// statement left is forgotten, and a rename of a named sequence refused.
-pub fn before_statement(stmt: *mut pg_sys::Node, toplevel: bool) {
+/// statement left is forgotten, a rename of a named sequence refused, and Citus's rewrite of a
+/// sequence's bounds on a worker skipped.
+pub fn before_statement(stmt: *mut pg_sys::Node, toplevel: bool) -> Run {
     if toplevel {
         *pending() = Pending::default();
     }
     // SAFETY: the statement PostgreSQL is about to run, a parse node.
-    unsafe { refuse_renaming_a_named_sequence(stmt) };
+    unsafe {
+        refuse_renaming_a_named_sequence(stmt);
+        keep_from_citus(stmt, toplevel)
+    }
+}
+
+/// Citus makes the sequences a distributed table's DEFAULTs depend on on every worker, and
+/// rewrites a bigint sequence's bounds there into a window of the worker's own (see
+/// `core::citus`), at `create_distributed_table` and at every metadata sync. The extension's
+/// sequences never serve `nextval`: their values carry the node's number, and a sequence's
+/// value is its lease, which the rewrite would throw away (its RESTART) and whose bounds
+/// are its layout. So that one statement is skipped for them, with a LOG line (a NOTICE when
+/// typed by hand); nothing else of Citus's is.
+///
+/// # Safety
+/// `stmt` is a parse node.
+unsafe fn keep_from_citus(stmt: *mut pg_sys::Node, toplevel: bool) -> Run {
+    // SAFETY: the cast follows the node's tag.
+    let alter = unsafe {
+        if (*stmt).type_ != pg_sys::NodeTag::T_AlterSeqStmt {
+            return Run::Run;
+        }
+        stmt.cast::<pg_sys::AlterSeqStmt>()
+    };
+    // SAFETY: an AlterSeqStmt's option list holds DefElems.
+    let options = unsafe { sequence_options((*alter).options) };
+    if !crate::core::citus::is_worker_window(&options) {
+        return Run::Run;
+    }
+    // SAFETY: a field of the statement.
+    let Some(relid) = (unsafe { sequence_of_ours((*alter).sequence) }) else {
+        return Run::Run;
+    };
+    let said = error(
+        Code::ERRCODE_SUCCESSFUL_COMPLETION,
+        format!(
+            "snowflake_id keeps the definition of sequence {}: Citus's bounds for this node's nextval do not apply to it",
+            catalog::described(Kind::Snowflake, relid)
+        ),
+    )
+    .detail("Its value is this node's durable lease, and the values it gives carry this node's number.");
+    if toplevel {
+        said.notice();
+    } else {
+        said.log(false);
+    }
+    Run::Skip
+}
+
+/// The options of an `ALTER SEQUENCE` that matter to [`keep_from_citus`].
+///
+/// # Safety
+/// `list` is NULL or a List of DefElem nodes.
+unsafe fn sequence_options(list: *mut pg_sys::List) -> crate::core::citus::SequenceOptions {
+    let mut o = crate::core::citus::SequenceOptions::default();
+    // SAFETY: per the contract; each DefElem's arg is NULL or a value node, read by its tag.
+    unsafe {
+        let list = pgrx::PgList::<pg_sys::DefElem>::from_pg(list);
+        for def in list.iter_ptr() {
+            let name = std::ffi::CStr::from_ptr((*def).defname).to_bytes();
+            let value = int64_of((*def).arg);
+            let slot = match name {
+                b"start" => &mut o.start,
+                b"minvalue" => &mut o.minvalue,
+                b"maxvalue" => &mut o.maxvalue,
+                b"restart" => &mut o.restart,
+                _ => {
+                    o.others = true;
+                    continue;
+                }
+            };
+            match value {
+                Some(v) if slot.is_none() => *slot = Some(v),
+                _ => o.others = true,
+            }
+        }
+    }
+    o
+}
+
+/// The integer a DefElem's argument holds: an Integer node, or a Float node whose text is an
+/// integer (how the parser, and Citus, write values past int4).
+///
+/// # Safety
+/// `arg` is NULL or a parse node.
+unsafe fn int64_of(arg: *mut pg_sys::Node) -> Option<i64> {
+    if arg.is_null() {
+        return None;
+    }
+    // SAFETY: each cast follows the node's tag; a Float's text is NUL-terminated.
+    unsafe {
+        match (*arg).type_ {
+            pg_sys::NodeTag::T_Integer => Some(i64::from((*arg.cast::<pg_sys::Integer>()).ival)),
+            pg_sys::NodeTag::T_Float => {
+                let text = (*arg.cast::<pg_sys::Float>()).fval;
+                if text.is_null() {
+                    return None;
+                }
+                std::ffi::CStr::from_ptr(text).to_str().ok()?.parse().ok()
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The sequence of the extension's schemas that `relation` names, if it names one.
+///
+/// # Safety
+/// `relation` is NULL or a RangeVar.
+unsafe fn sequence_of_ours(relation: *mut pg_sys::RangeVar) -> Option<Oid> {
+    if relation.is_null() || !lookup::is_preloaded() {
+        return None;
+    }
+    // SAFETY: a name lookup without a lock (the statement takes its own); InvalidOid when the
+    // relation does not exist, which the statement itself reports.
+    let relid = unsafe {
+        pg_sys::RangeVarGetRelidExtended(
+            relation,
+            pg_sys::NoLock as _,
+            pg_sys::RVROption::RVR_MISSING_OK,
+            None,
+            std::ptr::null_mut(),
+        )
+    };
+    if relid == pg_sys::InvalidOid {
+        return None;
+    }
+    // SAFETY: a catalog lookup.
+    let nsp = unsafe { pg_sys::get_rel_namespace(relid) };
+    [Kind::Snowflake, Kind::Gdid]
+        .into_iter()
+        .any(|k| catalog::is_schema_of(k, nsp))
+        .then_some(relid)
 }
 
 /// After a utility statement: binds the defaults it stored to their sequences.
@@ -158,29 +300,11 @@ unsafe fn refuse_renaming_a_named_sequence(stmt: *mut pg_sys::Node) {
             _ => return,
         }
     };
-    if relation.is_null() || !lookup::is_preloaded() {
+    // SAFETY: a field of the statement.
+    let Some(relid) = (unsafe { sequence_of_ours(relation) }) else {
         return;
-    }
-    // SAFETY: a name lookup without a lock (the statement takes its own); InvalidOid when the
-    // relation does not exist, which the statement itself reports.
-    let relid = unsafe {
-        pg_sys::RangeVarGetRelidExtended(
-            relation,
-            pg_sys::NoLock as _,
-            pg_sys::RVROption::RVR_MISSING_OK,
-            None,
-            std::ptr::null_mut(),
-        )
     };
-    if relid == pg_sys::InvalidOid {
-        return;
-    }
-    // SAFETY: a catalog lookup.
-    let nsp = unsafe { pg_sys::get_rel_namespace(relid) };
-    let ours = [Kind::Snowflake, Kind::Gdid]
-        .into_iter()
-        .any(|k| crate::sequences::catalog::is_schema_of(k, nsp));
-    if !ours || !defaults::named_by_a_default(relid) {
+    if !defaults::named_by_a_default(relid) {
         return;
     }
     error(

@@ -121,8 +121,8 @@ sql_functions! {
         advance(SequenceName::Gdid { scope, sequence }, past)
     }
 
-    /// The schema of this database's gdid sequences (`gdid`, or `gdid_seq` where another schema
-    /// had that name when the extension was made); NULL without one.
+    /// The schema of this database's gdid sequences (`gdid`, or `snowflake_gdid_seq`, see
+    /// `Kind::schema_names`); NULL without one.
     fn gdid_sequence_schema() -> regnamespace [stable parallel_safe] |_| {
         catalog::existing_schema(Kind::Gdid).map(|s| s.oid)
     }

@@ -230,7 +230,7 @@ CREATE FUNCTION gdid_sequence_schema() RETURNS regnamespace
     STABLE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'gdid_sequence_schema';
 COMMENT ON FUNCTION gdid_sequence_schema() IS
-    'The schema of this database''s gdid sequences: gdid, or gdid_seq where a schema gdid was there before the extension';
+    'The schema of this database''s gdid sequences: gdid, or snowflake_gdid_seq where a schema snowflake or gdid was there before the extension';
 
 CREATE VIEW gdid_sequences AS
     SELECT s.scope, s.sequence, s.era, s.last_counter, s.lease_end, s.issued,

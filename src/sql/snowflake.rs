@@ -84,8 +84,8 @@ sql_functions! {
         min_id_of(named_layout(layout), ts)
     }
 
-    /// The schema of this database's snowflake sequences (`snowflake`, or `snowflake_seq` where
-    /// another schema had that name when the extension was made); NULL without one.
+    /// The schema of this database's snowflake sequences (`snowflake`, or `snowflake_seq`, see
+    /// `Kind::schema_names`); NULL without one.
     fn snowflake_sequence_schema() -> regnamespace [stable parallel_safe] |_| {
         catalog::existing_schema(Kind::Snowflake).map(|s| s.oid)
     }

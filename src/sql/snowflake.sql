@@ -17,19 +17,23 @@ COMMENT ON DOMAIN snowflake IS
 -- Every named sequence is a PostgreSQL sequence of one of these schemas (src/sequences): made
 -- by its name's first use, owned by the role that used it, dumped, copied and dropped as
 -- any sequence. Every role may use them (as the privileges on each sequence allow); making a
--- new one takes CREATE on the schema, which the database's owner has. Each is named by its
--- kind, unless a schema of that name is there already (pgEdge's snowflake extension, a
--- schema of the user's): then it has a name of its own (core/identity.rs, schema_names),
+-- new one takes CREATE on the schema, which the database's owner has. They are named by their
+-- kind, unless a schema snowflake or gdid is there already (pgEdge's snowflake extension, a
+-- schema of the user's): then both take names of their own (core/identity.rs, schema_names),
 -- which a dump restored into a database with the same schemas finds again.
 DO $schemas$
 DECLARE
+    taken boolean := pg_catalog.to_regnamespace('snowflake') IS NOT NULL
+                     OR pg_catalog.to_regnamespace('gdid') IS NOT NULL;
     kind text;
     chosen text;
 BEGIN
     FOREACH kind IN ARRAY ARRAY['snowflake', 'gdid'] LOOP
         chosen := kind;
-        IF pg_catalog.to_regnamespace(pg_catalog.quote_ident(kind)) IS NOT NULL THEN
-            chosen := kind OPERATOR(pg_catalog.||) '_seq';
+        IF taken THEN
+            chosen := pg_catalog.jsonb_build_object('snowflake', 'snowflake_seq',
+                                                    'gdid', 'snowflake_gdid_seq')
+                      OPERATOR(pg_catalog.->>) kind;
         END IF;
         EXECUTE pg_catalog.format('CREATE SCHEMA %I', chosen);
         EXECUTE pg_catalog.format('COMMENT ON SCHEMA %I IS %L', chosen, pg_catalog.format(
@@ -48,7 +52,7 @@ CREATE FUNCTION snowflake_sequence_schema() RETURNS regnamespace
     STABLE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_sequence_schema';
 COMMENT ON FUNCTION snowflake_sequence_schema() IS
-    'The schema of this database''s snowflake sequences: snowflake, or snowflake_seq where a schema snowflake was there before the extension';
+    'The schema of this database''s snowflake sequences: snowflake, or snowflake_seq where a schema snowflake or gdid was there before the extension';
 
 CREATE FUNCTION snowflake_next(seq text) RETURNS snowflake
     VOLATILE STRICT PARALLEL UNSAFE
