@@ -4,7 +4,8 @@
 //! value of an extension's setting in `postgresql.conf` by the default, with only a WARNING,
 //! and drops a misspelt name the same way. Here an invalid value or an unknown
 //! `snowflake.*`/`gdid.*` name stops the server at start (FATAL, naming the setting and its
-//! range; pgEdge's `snowflake.node` excepted), and a node number or authority that was never set makes the generators refuse
+//! range; pgEdge's `snowflake.node` excepted, and the prefix shared with pgEdge's extension
+//! where it is in use), and a node number or authority that was never set makes the generators refuse
 //! (55000) instead of stamping a default that another server may use too.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -228,13 +229,18 @@ pub fn register() {
 
     define_claim_settings();
 
+    let shared = prefix_shared();
     refuse_unknown_names();
-    // SAFETY: a plain call PostgreSQL allows while libraries are preloaded; afterwards a
-    // misspelt `gdid.` setting is an error instead of a silent placeholder. Not `snowflake.`:
-    // pgEdge's snowflake extension, which need not be preloaded and may be loaded after this
-    // library, defines `snowflake.node`, and reserving the prefix would drop its value from
-    // the configuration files (and refuse its SET) before that library could define it.
+    // SAFETY: plain calls PostgreSQL allows while libraries are preloaded; afterwards a
+    // misspelt `snowflake.` or `gdid.` setting is an error instead of a silent placeholder
+    // (ALTER SYSTEM, SET). Not `snowflake.` where pgEdge's snowflake extension is in use: it
+    // need not be preloaded and may be loaded after this library, and reserving the prefix
+    // would drop its `snowflake.node` from the configuration files (and refuse its SET)
+    // before that library could define it.
     unsafe {
+        if !shared {
+            pg_sys::MarkGUCPrefixReserved(c"snowflake".as_ptr());
+        }
         pg_sys::MarkGUCPrefixReserved(c"gdid".as_ptr());
     }
 
@@ -443,6 +449,20 @@ fn refuse_invalid_bool(given: &Given) {
 /// Settings of other extensions under the `snowflake.` prefix: pgEdge's snowflake extension's
 /// node number, which a server may keep beside this one's while moving from it.
 const OTHERS: &[&str] = &["snowflake.node"];
+
+/// Whether pgEdge's snowflake extension shares the `snowflake.` prefix on this server: its
+/// setting is in the configuration, or its library is installed beside this one.
+fn prefix_shared() -> bool {
+    // SAFETY: pkglib_path is set before libraries are preloaded, NUL-terminated.
+    let libdir = unsafe { CStr::from_ptr((&raw const pg_sys::pkglib_path).cast::<c_char>()) };
+    let installed = std::path::Path::new(&*libdir.to_string_lossy())
+        .join("snowflake.so")
+        .exists();
+    installed
+        || placeholder_names()
+            .iter()
+            .any(|n| OTHERS.contains(&n.to_ascii_lowercase().as_str()))
+}
 
 /// Refuses `snowflake.*` and `gdid.*` names this extension does not define: a misspelt
 /// `snowflake.nodeid` would otherwise leave the node number unset without a word. Names

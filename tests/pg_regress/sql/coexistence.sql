@@ -10,13 +10,12 @@ CREATE TABLE snowflake.orders (id bigint PRIMARY KEY, item text);
 INSERT INTO snowflake.orders VALUES (1, 'from the warehouse');
 CREATE SEQUENCE snowflake.invoices_seq;
 -- What pgEdge's snowflake extension puts there (its schema is not a member of it), in SQL: its
--- sequence, its nextval() and a decoder; and its one setting, snowflake.node.
+-- sequence, its nextval() and a decoder. (Its setting, snowflake.node: cluster coexistence.)
 CREATE SEQUENCE snowflake.id_seq;
 CREATE FUNCTION snowflake.nextval(regclass = 'snowflake.id_seq'::regclass) RETURNS int8
     LANGUAGE sql AS $$ SELECT pg_catalog.nextval($1) $$;
 CREATE FUNCTION snowflake.get_node(int8) RETURNS int4
     LANGUAGE sql AS $$ SELECT (($1 >> 12) & 1023)::int4 $$;
-SET snowflake.node = 1;
 CREATE SCHEMA gdid;
 CREATE TABLE gdid."billing/invoices" (n int);
 CREATE EXTENSION snowflake_id;
@@ -32,8 +31,8 @@ CREATE TABLE invoices (id gdid PRIMARY KEY DEFAULT gdid_next('billing', 'invoice
 INSERT INTO orders (item) VALUES ('tea') RETURNING snowflake_node(id) AS node;
 INSERT INTO invoices (item) VALUES ('rent') RETURNING id;
 SELECT snowflake_node(snowflake_next('invoices_seq')) AS node;
--- pgEdge's functions and setting go on beside the extension's.
-SELECT snowflake.nextval() AS pgedge_nextval, current_setting('snowflake.node') AS pgedge_node;
+-- pgEdge's functions go on beside the extension's.
+SELECT snowflake.nextval() AS pgedge_nextval, snowflake.get_node(snowflake_next('orders')) AS pgedge_decodes;
 SELECT schemaname, sequencename FROM pg_sequences ORDER BY 1, 2;
 SELECT name, relation FROM snowflake_sequences ORDER BY 1;
 SELECT scope, sequence, relation FROM gdid_sequences;
