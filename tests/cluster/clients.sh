@@ -2,7 +2,8 @@
 # The client libraries applications use, against a server of the extension: every example of
 # docs/clients.md (psycopg, asyncpg, SQLAlchemy and Alembic, Django, node-postgres,
 # Sequelize, TypeORM, pgjdbc, tokio-postgres), each of which must print what the page shows
-# (tests/clients/run_docs.py), then the tests of the companion crate clients/rust
+# (tests/clients/run_docs.py), and of tests/clients/variants.md (the same written the other
+# ways users write it), then the tests of the companion crate clients/rust
 # (snowflake-id-client: Snowflake and Gdid for tokio-postgres) against the same server,
 # including its gdid text reader against the server's on the same inputs.
 # The libraries are installed once at pinned versions into .build/clients
@@ -22,11 +23,13 @@ db=$(instance clients "shared_preload_libraries = 'snowflake_id'" "snowflake.nod
 pg_start "$db"
 port=$(pg_port_of "$db")
 
-start=$SECONDS
-CLIENTS_WORK="$CLUSTER_ROOT/work" PG_BINDIR=$PG_BINDIR \
-    timeout 1200 python3 tests/clients/run_docs.py docs/clients.md 127.0.0.1 "$port" ||
-    fail "an example of docs/clients.md printed something else than the page shows"
-echo "figures: docs/clients.md examples in $((SECONDS - start)) s"
+for doc in docs/clients.md tests/clients/variants.md; do
+    start=$SECONDS
+    CLIENTS_WORK="$CLUSTER_ROOT/work" PG_BINDIR=$PG_BINDIR \
+        timeout 1200 python3 tests/clients/run_docs.py "$doc" 127.0.0.1 "$port" ||
+        fail "an example of $doc printed something else than it shows"
+    echo "figures: $doc examples in $((SECONDS - start)) s"
+done
 
 start=$SECONDS
 sql "$db" "CREATE DATABASE clients_crate" >/dev/null
