@@ -6,7 +6,7 @@
 //!   which tokio-postgres refuses for an `i64` ("cannot convert between the Rust type `i64`
 //!   and the Postgres type `snowflake`"), while results and comparisons are plain `int8`.
 //!   `Snowflake` accepts both. A `#[derive(ToSql, FromSql)] #[postgres(name = "snowflake")]`
-//!   newtype accepts the domain only, and then fails on every result (`int8`).
+//!   newtype reads `int8` results but binds only the domain: `WHERE id = $1` refuses it.
 //! - [`Gdid`]: a gdid, in its binary form (12 bytes: the era as a big-endian u32, then
 //!   `authority << 60 | counter` as a big-endian u64) for parameters, results and binary
 //!   `COPY`, and its text form `era:authority:counter` ([`std::fmt::Display`],
