@@ -10,7 +10,8 @@ language is the fence's: sql (psql), python (the venv's), js (node, an ES module
 source file, pgjdbc on the class path), rust (a program: fn main, built against clients/rust).
 `<!-- runnable: client file=PATH -->` writes the block to PATH in the section's directory
 instead of running it (a settings module, a model, a migration the next examples import).
-A ```text block right after an example is what it must print (stdout); none: nothing.
+A ```text block right after an example is what it must print (stdout); none: nothing. An
+example must write nothing to stderr (a library's warning fails it).
 
 Each `## ` section runs in order, in a directory and a database of its own (the extension
 created in it), given as PGHOST, PGPORT, PGUSER, PGDATABASE and DATABASE_URL. A section
@@ -211,11 +212,13 @@ class Runner:
                     out = re.sub(r'^psql:[^:]+:\d+: ', '', out + err, flags=re.M)
                     err = ''
                 got, want = tidy(out.split('\n')), tidy(expected)
-                if rc != 0 and lang != 'sql' or got != want:
+                # Nothing on stderr either: a library's warning (a deprecation) fails the example.
+                if rc != 0 and lang != 'sql' or got != want or err.strip():
                     failed += 1
                     section_failed += 1
                     print(f'FAIL: {doc}:{line} ({title}, {lang}): '
-                          + (f'exit status {rc}' if rc else 'prints something else than the docs show'))
+                          + (f'exit status {rc}' if rc else 'prints something else than the docs show'
+                             if got != want else 'writes to stderr'))
                     for d in difflib.unified_diff(want, got, 'the docs', 'printed', lineterm='', n=2):
                         print('  ' + d)
                     if err.strip():
