@@ -18,7 +18,11 @@ packages=(
     sudo faketime curl                               # pgrx test runner; cluster tests
     unzip                                            # make dist checks its archive
     gnuplot-nox                                      # the benchmark chart
+    python3-venv libpostgresql-jdbc-java             # the client libraries' test (pgjdbc 42.5)
 )
+# The client test's Java and JavaScript: the machine's own when it has them, Debian's if not.
+command -v javac >/dev/null || packages+=(default-jdk-headless)
+command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do

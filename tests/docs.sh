@@ -27,6 +27,8 @@
 #   SHOW_CONTEXT never). Trailing blanks do not count.
 # - A runnable block without a ```text block must print nothing (no rows, no error, no notice).
 # - `<!-- runnable on PostgreSQL 16+ -->` limits an example to some majors.
+# - `<!-- runnable: client -->` marks the examples of docs/clients.md, which
+#   tests/cluster/clients.sh runs with the client libraries (tests/clients/run_docs.py): not here.
 # - The examples of one file run in order, in one psql session, in a fresh database of their
 #   own with `CREATE EXTENSION snowflake_id` done: an example may use what earlier examples of
 #   its file made. Roles they create are dropped afterwards (they are the cluster's).
@@ -92,6 +94,8 @@ def examples(path):
     for k, (line, end, info, body, marker) in enumerate(found):
         if info != 'sql':
             continue
+        if marker is not None and marker[0].startswith('client'):
+            continue  # docs/clients.md: run with the client libraries by tests/cluster/clients.sh
         if marker is None:
             unmarked.append(line)
             continue
