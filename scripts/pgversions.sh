@@ -17,6 +17,12 @@ PG_CONFIGS=("$PG15_CONFIG" "$PG17_CONFIG" "$PG18_CONFIG")
 PG17_SOURCE=(postgresql-17 trixie 17.11-0+deb13u1 /usr/lib/postgresql/17)
 PG18_SOURCE=(postgresql-18 sid 18.6-3 /usr/lib/postgresql/18)
 PG15_OLD_SOURCE=(postgresql-15 bookworm 15.18-0+deb12u1 /opt/snowflake_id/postgresql-15.18)
+# 19 (not in PG_CONFIGS yet): the archive's index names postgresql-19 19~beta2-1 and
+# 19~rc1-1 in experimental, but its pool holds neither source package, only the 19~rc1-1
+# binary packages, built for a newer Debian (glibc 2.43): scripts/pgbinary.sh installs them
+# into Debian's layout with their runtime libraries beside them. Needs pgrx 0.19.
+PG19_CONFIG=/usr/lib/postgresql/19/bin/pg_config
+PG19_BINARY=(postgresql-19 experimental 19~rc1-1 sid)
 
 pg_major_of() {
     "$1" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/'
