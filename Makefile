@@ -54,7 +54,7 @@ bench-detection: ## what noticing shared node numbers costs: the trigger on the 
 	bash scripts/setup.sh && bash scripts/demo.sh stop && bash scripts/install.sh && bash benches/detection.sh
 
 fuzz:            ## the gdid parsers under mutated input for FUZZ_SECONDS (default 600)
-	FUZZ_SECONDS=$${FUZZ_SECONDS:-600} cargo test --release --lib fuzz_gdid_parsers -- --ignored --nocapture
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-600} cargo test --ignore-rust-version --release --lib fuzz_gdid_parsers -- --ignored --nocapture
 
 package:         ## Debian packages, one per major: .build/packages/postgresql-NN-snowflake-id_VERSION_amd64.deb
 	bash scripts/setup.sh && bash scripts/package.sh
@@ -65,8 +65,9 @@ dist:            ## the source archive PGXN takes, .build/snowflake_id-VERSION.z
 install:         ## build and install into Debian's PostgreSQL 15
 	bash scripts/setup_demo.sh && bash scripts/install.sh
 
-lint:            ## formatting, clippy (PostgreSQL 15, 17 and 18 builds), module layering, as the code habits require
-	cargo fmt --check && cargo clippy --release --all-targets -- -D warnings && \
-	CARGO_TARGET_DIR=target/pg17 cargo clippy --release --lib --no-default-features --features pg17 -- -D warnings && \
-	CARGO_TARGET_DIR=target/pg18 cargo clippy --release --lib --no-default-features --features pg18 -- -D warnings && \
+lint:            ## formatting, clippy (PostgreSQL 15, 17, 18 and 19 builds), module layering, as the code habits require
+	cargo fmt --check && cargo clippy --ignore-rust-version --release --all-targets -- -D warnings && \
+	CARGO_TARGET_DIR=target/pg17 cargo clippy --ignore-rust-version --release --lib --no-default-features --features pg17 -- -D warnings && \
+	CARGO_TARGET_DIR=target/pg18 cargo clippy --ignore-rust-version --release --lib --no-default-features --features pg18 -- -D warnings && \
+	CARGO_TARGET_DIR=target/pg19 cargo clippy --ignore-rust-version --release --lib --no-default-features --features pg19 -- -D warnings && \
 	python3 scripts/check_layers.py && python3 scripts/check_unwind.py

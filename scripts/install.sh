@@ -19,7 +19,8 @@ if [ -n "$users" ]; then
     exit 1
 fi
 [ "$major" = 15 ] || export CARGO_TARGET_DIR="$PWD/target/pg$major"
-cargo pgrx install --release --pg-config "$PG_CONFIG" >".build/install-$major.log" 2>&1 ||
+CARGO="$PWD/scripts/cargo-ignoring-rust-version" cargo-pgrx pgrx install --release --pg-config "$PG_CONFIG" \
+    >".build/install-$major.log" 2>&1 ||
     { tail -n 40 ".build/install-$major.log"; exit 1; }
 # cargo pgrx install writes the current version's install script and copies the upgrade
 # scripts of sql/; the install scripts of earlier releases, which keep them installable

@@ -9,10 +9,9 @@
 # VERSION is a release below (its commit in this repository's history), PG_CONFIG the
 # PostgreSQL to copy (pgversions.sh). Everything is cached under .build/releases/VERSION/:
 #   src/             the release's tree (git archive of its commit)
-#   target-PGVER/    its cargo target directory while it builds for a PostgreSQL version
-#                    (15.20, 15.18, ...), seeded from the current build's target directory of
-#                    that major (the dependencies are the same: only the extension's crate
-#                    compiles); removed once the installation below is complete (about 1 GB)
+#   ../target-pgrxV-PGVER/  the cargo target directory of every release on pgrx V for a
+#                    PostgreSQL version (15.20, 15.18, ...), kept (about 1 GB); seeded from
+#                    the current build's when the current release is on pgrx V too
 #   pg-PGVER/        the private installation: PG_CONFIG's directories copied to the same
 #                    absolute paths below it (PostgreSQL finds its files relative to its
 #                    bindir, so the copy is self-contained; Debian's split layout included),
@@ -21,9 +20,9 @@
 # PostgreSQL they were copied from since rebuilt to another version) are never reused: the
 # version is part of the name.
 #
-# The release's library is built with the original PG_CONFIG (cargo pgrx package, which
-# writes nothing outside its output directory), so that pgrx's bindings are those the current
-# build's target directory already holds.
+# The release's library is built with the original PG_CONFIG, so that pgrx's bindings are
+# those the current build's target directory already holds (when the release's pgrx is the
+# current one's; otherwise they are built once, into its own target directory).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -70,13 +69,25 @@ if [ "$(cat "$src/.commit" 2>/dev/null)" != "$commit" ]; then
     echo "$commit" >"$src/.commit"
 fi
 
-# Its target directory, seeded from the current build's for this major (scripts/install.sh:
-# target/ for 15, target/pgNN otherwise), without the current crate's own artifacts. A plain
-# copy, not hard links: the build writes into it.
-target=$cache/target-$pgver
+# A release on an older pgrx is built on the current one, when its code builds there as it
+# is (0.3.0 and 0.4.0, on 0.18.1, need no change for 0.19): the same code, and a build that
+# reuses the current build's dependencies (seconds, where building an older pgrx for each
+# PostgreSQL version takes minutes) and needs only the current cargo-pgrx's toolchain.
+pgrx_of() { sed -n 's/^pgrx = "=\(.*\)"/\1/p' "$1/Cargo.toml"; }
+if [ "$(pgrx_of "$src")" != "$(pgrx_of "$root")" ]; then
+    sed -i "s/^pgrx = \"=.*\"/pgrx = \"=$(pgrx_of "$root")\"/" "$src/Cargo.toml"
+    cp "$root/Cargo.lock" "$src/Cargo.lock"
+fi
+
+# Its target directory: one per pgrx version and PostgreSQL version, shared by the releases
+# on that pgrx and kept (about 1 GB each), since its dependencies take minutes to build.
+# Seeded from the current build's for this major (scripts/install.sh: target/ for 15,
+# target/pgNN otherwise) when the release's pgrx is the current one's, without the current
+# crate's own artifacts. A plain copy, not hard links: the build writes into it.
+target=$root/.build/releases/target-pgrx$(pgrx_of "$src")-$pgver
 main_target=$root/target
 [ "$major" = 15 ] || main_target=$root/target/pg$major
-if [ ! -d "$target/release" ] && [ -d "$main_target/release/deps" ]; then
+if [ ! -d "$target/release" ] && [ -d "$main_target/release/deps" ] && [ "$(pgrx_of "$src")" = "$(pgrx_of "$root")" ]; then
     seed=$SECONDS
     mkdir -p "$target/release"
     for d in .fingerprint build deps; do
@@ -88,17 +99,22 @@ if [ ! -d "$target/release" ] && [ -d "$main_target/release/deps" ]; then
     echo "old_release: target directory seeded from $main_target in $((SECONDS - seed)) s ($(du -sh "$target" | cut -f1))" >&2
 fi
 
-# The library, its control file and install script, as cargo pgrx package lays them out
-# below an output directory (the absolute paths of PG_CONFIG).
+# The library, built by cargo as cargo-pgrx would build it (a release's pgrx may not be the
+# cargo-pgrx installed here: only the current release's is), and its control file; its install
+# script is the one the current tree's sql/ keeps for every release.
 stage=$cache/stage-$pgver
 rm -rf "$stage"
+mkdir -p "$stage"
 build=$SECONDS
 echo "old_release: building snowflake_id $version for PostgreSQL $pgver (log: $log)" >&2
-(cd "$src" && CARGO_TARGET_DIR=$target cargo pgrx package --pg-config "$pg_config" --out-dir "$stage") >>"$log" 2>&1 ||
+(cd "$src" && CARGO_TARGET_DIR=$target PGRX_PG_CONFIG_PATH=$pg_config \
+    cargo build --ignore-rust-version --release --lib --no-default-features --features "pg$major") >>"$log" 2>&1 ||
     { tail -n 40 "$log" >&2; echo "old_release: building $version failed" >&2; exit 1; }
 built=$((SECONDS - build))
-[ -f "$stage$pkglibdir/snowflake_id.so" ] && [ -f "$stage$sharedir/extension/snowflake_id--$version.sql" ] ||
-    { echo "old_release: cargo pgrx package gave no library or install script of $version" >&2; exit 1; }
+cp "$target/release/libsnowflake_id.so" "$stage/snowflake_id.so"
+sed "s/@CARGO_VERSION@/$version/" "$src/snowflake_id.control" >"$stage/snowflake_id.control"
+[ -f "$root/sql/snowflake_id--$version.sql" ] ||
+    { echo "old_release: sql/ has no install script of $version" >&2; exit 1; }
 
 # The private installation: every directory of PG_CONFIG's installation at its own absolute
 # path below $install. The tree around bindir (Debian: /usr/lib/postgresql/NN, with lib/;
@@ -115,12 +131,13 @@ for dir in "$home" "$sharedir"; do
     cp -a "$dir" "$tmp$dir"
 done
 [ -d "$tmp$pkglibdir" ] || { echo "old_release: $pkglibdir is outside $home and $sharedir" >&2; exit 1; }
-# The current release's files out, the old release's in.
+# The current release's files out, the old release's in: its library, control file, and the
+# scripts up to it (install scripts of every release to it, update scripts between them).
 rm -f "$tmp$pkglibdir"/snowflake_id*.so "$tmp$sharedir/extension"/snowflake_id*
-cp "$stage$pkglibdir/snowflake_id.so" "$tmp$pkglibdir/"
-cp "$stage$sharedir/extension"/snowflake_id* "$tmp$sharedir/extension/"
-# Like scripts/install.sh: the install scripts of the releases before it, from its sql/.
+cp "$stage/snowflake_id.so" "$tmp$pkglibdir/"
+cp "$stage/snowflake_id.control" "$tmp$sharedir/extension/"
 cp "$src"/sql/snowflake_id--*.sql "$tmp$sharedir/extension/"
+cp "$root/sql/snowflake_id--$version.sql" "$tmp$sharedir/extension/"
 rm -rf "$stage"
 # The copy must find its own files (relocation), and servers run as postgres.
 [ "$("$tmp$bindir/pg_config" --pkglibdir)" = "$tmp$pkglibdir" ] ||
@@ -134,6 +151,5 @@ if ! runuser -u postgres -- test -x "$install$bindir/postgres"; then
     exit 1
 fi
 touch "$install/.complete"
-rm -rf "$target"
 echo "figures: old_release: snowflake_id $version for PostgreSQL $pgver built in $built s, ready in $((SECONDS - start)) s" >&2
 echo "$install$bindir/pg_config"

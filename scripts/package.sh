@@ -21,7 +21,8 @@ for pg_config in "${configs[@]}"; do
     stage=$(mktemp -d "$out/.stage-$major.XXXXXX")
     trap 'rm -rf "$stage"' EXIT
     if [ "$major" = 15 ]; then unset CARGO_TARGET_DIR; else export CARGO_TARGET_DIR="$PWD/target/pg$major"; fi
-    cargo pgrx package --pg-config "$pg_config" --out-dir "$stage/root" >".build/package-$major.log" 2>&1 ||
+    CARGO="$PWD/scripts/cargo-ignoring-rust-version" cargo-pgrx pgrx package --pg-config "$pg_config" \
+        --out-dir "$stage/root" >".build/package-$major.log" 2>&1 ||
         { tail -n 30 ".build/package-$major.log"; exit 1; }
     root=$stage/root
     ext="$root$("$pg_config" --sharedir)/extension"

@@ -27,8 +27,16 @@ apt-get source -qq --tar-only --only-source "pg-partman=$PACKAGE_VERSION" >apt.l
 tar xzf "pg-partman_$VERSION.orig.tar.gz"
 src=$(find . -maxdepth 1 -mindepth 1 -type d | head -n 1)
 unset MAKELEVEL MAKEFLAGS MFLAGS
+# The server's compiler flags, less those this machine's compiler does not know (19's
+# binary packages were built by a newer gcc), and no LLVM bitcode (no JIT here).
+cflags=()
+for flag in $("$PG_CONFIG" --cflags); do
+    if echo 'int x;' | ${CC:-gcc} -Werror "$flag" -x c -c -o /dev/null - 2>/dev/null; then
+        cflags+=("$flag")
+    fi
+done
 # PGXS puts the server headers under --pkgincludedir, which for these builds is not where
 # Debian's layout (and pg_config --includedir-server) has them.
-make -s -C "$src" PG_CONFIG="$PG_CONFIG" \
+make -s -C "$src" PG_CONFIG="$PG_CONFIG" CFLAGS="${cflags[*]}" with_llvm=no \
     includedir_server="$("$PG_CONFIG" --includedir-server)" install >build.log 2>&1 || { tail -n 30 build.log >&2; exit 1; }
 grep -q "default_version = '$VERSION'" "$control" || { echo "partman: $control is not $VERSION" >&2; exit 1; }

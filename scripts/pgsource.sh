@@ -21,6 +21,7 @@
 # contrib modules and pg_regress built and installed; libpq goes below PREFIX too, so that
 # the system's libpq is never touched.
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
 
 package=$1
 suite=$2
@@ -28,30 +29,10 @@ version=$3
 prefix=$4
 major=$(sed 's/^postgresql-//' <<<"$package")
 
-# A build in Debian's layout is made known to dpkg as providing postgresql-NN, so that a
-# package that depends on that major (ours, from `make package`) installs with apt. The
-# marker package holds no files.
+# A build in Debian's layout is made known to dpkg as providing postgresql-NN.
 provide() {
     [ "$prefix" = "/usr/lib/postgresql/$major" ] || return 0
-    local marker="postgresql-$major-built-from-source" dir
-    dpkg-query -W -f='${Status}' "$marker" 2>/dev/null | grep -q "install ok installed" && return 0
-    dir=$(mktemp -d)
-    mkdir -p "$dir/DEBIAN"
-    {
-        echo "Package: $marker"
-        echo "Version: $("$prefix/bin/pg_config" --version | sed 's/^PostgreSQL \([0-9.]*\).*/\1/')"
-        echo "Architecture: all"
-        echo "Maintainer: snowflake_id's scripts/pgsource.sh <root@localhost>"
-        echo "Provides: postgresql-$major"
-        echo "Section: database"
-        echo "Priority: optional"
-        echo "Description: PostgreSQL $major built from Debian's source package"
-        echo " A marker holding no files: the server in /usr/lib/postgresql/$major was built"
-        echo " and installed by snowflake_id's scripts/pgsource.sh from Debian's source."
-    } >"$dir/DEBIAN/control"
-    dpkg-deb --root-owner-group --build "$dir" "$dir.deb" >/dev/null
-    dpkg -i "$dir.deb" >/dev/null
-    rm -rf "$dir" "$dir.deb"
+    bash "$here/pgprovide.sh" "$major" scripts/pgsource.sh "built from Debian's source package"
 }
 
 if [ -x "$prefix/bin/pg_config" ]; then

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests, the benchmarks and the packages need, on Debian 12 as root: what
 # scripts/setup_demo.sh installs for the demo (Debian's PostgreSQL 15, cargo-pgrx), then the
-# packages only tests use, PostgreSQL 17, 18 and 15.18 built from source, pg_partman 5, and
-# `cargo pgrx init` for 15, 17 and 18. Idempotent: every step checks first and does nothing
+# packages only tests use, PostgreSQL 17, 18 and 15.18 built from source, 19 from Debian's
+# binary packages, pg_partman 5, and `cargo pgrx init` for 15, 17, 18 and 19. Idempotent: every step checks first and does nothing
 # when its part is already there.
 set -euo pipefail
 source "$(dirname "$0")/pgversions.sh"
@@ -41,19 +41,25 @@ fi
 command -v cargo >/dev/null || { echo "setup: cargo (Rust) is required" >&2; exit 1; }
 
 # PostgreSQL 17 and 18 from Debian's source packages, and the 15.18 that pg_upgrade tests
-# start from: built once (about 3 minutes each on 2 cores), then found in place.
+# start from: built once (about 3 minutes each on 2 cores), then found in place. 19 from
+# Debian's binary packages, whose source the archive's pool does not hold (pgversions.sh).
 for build in PG17_SOURCE PG18_SOURCE PG15_OLD_SOURCE; do
     declare -n spec=$build
     bash "$(dirname "$0")/pgsource.sh" "${spec[@]}"
 done
-# pg_partman 5 for 17 and 18 (15 has Debian's pg_partman 4, above).
-for pg_config in "$PG17_CONFIG" "$PG18_CONFIG"; do
+bash "$(dirname "$0")/pgbinary.sh" "${PG19_BINARY[@]}" >/dev/null
+# pg_partman 5 for 17, 18 and 19 (15 has Debian's pg_partman 4, above).
+for pg_config in "$PG17_CONFIG" "$PG18_CONFIG" "$PG19_CONFIG"; do
     bash "$(dirname "$0")/partman.sh" "$pg_config"
 done
 PGRX_HOME=${PGRX_HOME:-$HOME/.pgrx}
-if ! grep -qs "pg15 = \"$PG15_CONFIG\"" "$PGRX_HOME/config.toml" ||
-    ! grep -qs "pg17 = \"$PG17_CONFIG\"" "$PGRX_HOME/config.toml" ||
-    ! grep -qs "pg18 = \"$PG18_CONFIG\"" "$PGRX_HOME/config.toml"; then
-    echo "setup: cargo pgrx init for PostgreSQL 15, 17 and 18"
-    cargo pgrx init --pg15 "$PG15_CONFIG" --pg17 "$PG17_CONFIG" --pg18 "$PG18_CONFIG" >/dev/null
+init=()
+for pg_config in "${PG_CONFIGS[@]}"; do
+    major=$(pg_major_of "$pg_config")
+    init+=("--pg$major" "$pg_config")
+    grep -qs "pg$major = \"$pg_config\"" "$PGRX_HOME/config.toml" || missing_init=1
+done
+if [ -n "${missing_init:-}" ]; then
+    echo "setup: cargo pgrx init for PostgreSQL ${init[*]}"
+    cargo pgrx init "${init[@]}" >/dev/null
 fi

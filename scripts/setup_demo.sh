@@ -6,7 +6,8 @@
 set -euo pipefail
 source "$(dirname "$0")/pgversions.sh"
 
-PGRX_VERSION=0.18.1
+# cargo-pgrx must be the version of the pgrx the crate depends on.
+PGRX_VERSION=$(sed -n 's/^pgrx = "=\(.*\)"/\1/p' "$(dirname "$0")/../Cargo.toml")
 packages=(
     postgresql-15 postgresql-server-dev-15 # server, headers, pg_config, pgxs, pg_regress
     libclang-dev clang                     # bindgen, for pgrx's bindings
@@ -32,8 +33,9 @@ fi
 command -v cargo >/dev/null || { echo "setup: cargo (Rust) is required" >&2; exit 1; }
 
 if [ "$(cargo pgrx --version 2>/dev/null | awk '{print $2}')" != "$PGRX_VERSION" ]; then
-    echo "setup: installing cargo-pgrx $PGRX_VERSION (about 4 minutes)"
-    cargo install cargo-pgrx --version "$PGRX_VERSION" --locked --quiet
+    echo "setup: installing cargo-pgrx $PGRX_VERSION (about 5 minutes)"
+    # pgrx 0.19 declares rust-version 1.96; stable 1.95 builds it (CONTRIBUTING.md, "Toolchain").
+    cargo install cargo-pgrx --version "$PGRX_VERSION" --locked --quiet --ignore-rust-version
 fi
 
 # 15 only: `cargo pgrx init` with no --pgNN downloads and builds every major. The full setup

@@ -3,7 +3,8 @@
 //!
 //! - `ProcessUtility`: before a top-level statement, what the previous one left is forgotten
 //!   and a rename of a sequence a DEFAULT names is refused (`sequences::ddl`); after each
-//!   statement, the defaults it stored are bound to their sequences (`sequences::ddl`), the
+//!   statement, the defaults it stored are bound to their sequences (`sequences::ddl`), a
+//!   subscription it made or refreshed loses the extension's sequences (`sequences::subscriptions`), the
 //!   tables it changed get or lose the detection trigger (`detection::watch`), and an
 //!   `ALTER SYSTEM` of a node number that the node bits cannot hold is warned about (`node`);
 //! - the object access hook: which defaults, domains, tables and triggers a statement changes
@@ -89,6 +90,7 @@ unsafe extern "C-unwind" fn process_utility(
                 ),
             });
             sequences::ddl::after_statement();
+            sequences::subscriptions::after_statement((*pstmt).utilityStmt);
             detection::watch::after_statement();
             node::after_statement(pstmt);
         })

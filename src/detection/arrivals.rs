@@ -258,7 +258,7 @@ fn register_callback() {
             pg_sys::CacheRegisterRelcacheCallback(Some(invalidate), Datum::from(0));
             // A domain's DEFAULT changing changes its columns' tables, unannounced.
             pg_sys::CacheRegisterSyscacheCallback(
-                pg_sys::SysCacheIdentifier::TYPEOID as i32,
+                pg_sys::SysCacheIdentifier::TYPEOID as std::ffi::c_int,
                 Some(types_changed),
                 Datum::from(0),
             );

@@ -73,8 +73,7 @@ static WORKER: ThisProcess = ThisProcess(UnsafeCell::new(Worker {
 /// The replication origin of this session's changes: a subscription's, in an apply worker.
 #[inline(always)]
 fn session_origin() -> u16 {
-    // SAFETY: a plain read of a backend-global variable.
-    unsafe { pg_sys::replorigin_session_origin }
+    crate::pg::pgcompat::session_replication_origin()
 }
 
 /// The replication origin of this session if its inserts are counted: an apply worker's (a

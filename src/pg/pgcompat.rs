@@ -1,4 +1,4 @@
-//! What differs between the PostgreSQL majors this library builds for (15, 17, 18), in one
+//! What differs between the PostgreSQL majors this library builds for (15, 17, 18, 19), in one
 //! place: the callers read one function each, whatever the major.
 
 use pgrx::pg_sys::{self, Oid};
@@ -93,7 +93,8 @@ pub unsafe fn made_in_this_transaction(rel: pg_sys::Relation) -> bool {
     unsafe { (*rel).rd_createSubid != 0 }
 }
 
-/// `index_beginscan`, which 18 gave an instrumentation argument.
+/// `index_beginscan`, which 18 gave an instrumentation argument and 19 a bitmask of scan
+/// options (`ScanOptions`; none here, as for a catalog scan).
 ///
 /// # Safety
 /// As `index_beginscan`: both relations open and locked, `snapshot` valid for the scan.
@@ -105,13 +106,55 @@ pub unsafe fn index_beginscan(
 ) -> pg_sys::IndexScanDesc {
     // SAFETY: the caller's contract.
     unsafe {
-        #[cfg(not(feature = "pg18"))]
+        #[cfg(any(feature = "pg15", feature = "pg17"))]
         {
             pg_sys::index_beginscan(heap, index, snapshot, nkeys, 0)
         }
         #[cfg(feature = "pg18")]
         {
             pg_sys::index_beginscan(heap, index, snapshot, std::ptr::null_mut(), nkeys, 0)
+        }
+        #[cfg(feature = "pg19")]
+        {
+            let flags = pg_sys::ScanOptions::SO_NONE;
+            pg_sys::index_beginscan(heap, index, snapshot, std::ptr::null_mut(), nkeys, 0, flags)
+        }
+    }
+}
+
+/// Share-locks the content of a pinned buffer. 19 made `LockBuffer` a static inline
+/// function (no symbol in the server to call) over the exported `LockBufferInternal`, which
+/// takes every mode but `BUFFER_LOCK_UNLOCK`.
+///
+/// # Safety
+/// `buf` is a valid buffer this backend has pinned and not locked.
+pub unsafe fn lock_buffer_share(buf: pg_sys::Buffer) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        #[cfg(not(feature = "pg19"))]
+        {
+            pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_SHARE as i32)
+        }
+        #[cfg(feature = "pg19")]
+        {
+            pg_sys::LockBufferInternal(buf, pg_sys::BufferLockMode::BUFFER_LOCK_SHARE)
+        }
+    }
+}
+
+/// The replication origin of this session's changes (0 for local ones): 19 moved
+/// `replorigin_session_origin` into `replorigin_xact_state.origin`.
+#[inline(always)]
+pub fn session_replication_origin() -> u16 {
+    // SAFETY: a plain read of a backend-global variable.
+    unsafe {
+        #[cfg(not(feature = "pg19"))]
+        {
+            pg_sys::replorigin_session_origin
+        }
+        #[cfg(feature = "pg19")]
+        {
+            pg_sys::replorigin_xact_state.origin
         }
     }
 }

@@ -113,7 +113,7 @@ pub fn read_locked(relid: Oid) -> Result<Option<i64>, ()> {
         }
         let r = if (*(*rel).rd_rel).relkind as u8 == pg_sys::RELKIND_SEQUENCE {
             let buf = pg_sys::ReadBuffer(rel, 0);
-            pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_SHARE as i32);
+            crate::pg::pgcompat::lock_buffer_share(buf);
             let r = sequence_value(pg_sys::BufferGetPage(buf).cast::<u8>());
             pg_sys::UnlockReleaseBuffer(buf);
             r

@@ -23,4 +23,5 @@ pub mod naming;
 pub mod prerequisites;
 pub mod privileges;
 pub mod resolve;
+pub mod subscriptions;
 pub mod watermark;

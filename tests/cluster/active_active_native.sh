@@ -76,7 +76,7 @@ for n in 1 2 3; do
     check_orders "$d" "$remaining"
     expect "$d" "SELECT count(*) FROM orders WHERE note IS NOT NULL" "$((3 * 2 * SESSIONS * ROUNDS * 10))"
     expect "$d" "SELECT count(*) FROM items i JOIN orders o ON o.id = i.order_id AND o.g = i.order_g WHERE o.node <> i.node AND snowflake_node(i.id) = i.node" "$items"
-    expect "$d" "SELECT sum(apply_error_count + sync_error_count) FROM pg_stat_subscription_stats" "0"
+    expect "$d" "SELECT sum(apply_error_count + $SYNC_ERRORS) FROM pg_stat_subscription_stats s" "0"
     expect "$d" "SELECT sum(confl_insert_exists + confl_update_exists + confl_update_missing + confl_delete_missing) FROM pg_stat_subscription_stats" "0"
     # Still generating, with refuse_shared_node on.
     expect "$d" "SELECT snowflake_node(snowflake_next('orders')) = $n AND gdid_authority(gdid_next('shop', 'orders')) = $n" "t"

@@ -432,3 +432,9 @@ close_session() {
     exec {fd}>&-
     unset "SESSION_FD[$1]"
 }
+
+# The synchronisation errors of a row s of pg_stat_subscription_stats, on every major: 19 counts
+# them apart for tables and sequences (sync_table_error_count, sync_seq_error_count) where 15
+# to 18 have sync_error_count.
+SYNC_ERRORS="coalesce((to_jsonb(s) ->> 'sync_error_count')::bigint,
+    (to_jsonb(s) ->> 'sync_table_error_count')::bigint + (to_jsonb(s) ->> 'sync_seq_error_count')::bigint)"

@@ -14,6 +14,7 @@
 # attempt each 10 ms; each attempt inserts a row into orders (snowflake key) and invoices
 # (gdid key) and reports "TIME ok ID GDID" or "TIME error SQLSTATE" (caught in the function),
 # or psql's failure to connect.
+# majors: 15 (one is enough: the package and the restart do not depend on the major)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 end_clients_then_cleanup() {

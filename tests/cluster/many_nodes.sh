@@ -39,7 +39,7 @@ total=$((3 * SESSIONS * ROUNDS * 100))
 wait_for_orders "$hub" "$total"
 # (A fan-in: three node numbers, each through its own subscription; nothing to report.)
 check_orders "$hub" "$total"
-expect "$hub" "SELECT coalesce(sum(apply_error_count + sync_error_count), 0) FROM pg_stat_subscription_stats" "0"
+expect "$hub" "SELECT coalesce(sum(apply_error_count + $SYNC_ERRORS), 0) FROM pg_stat_subscription_stats s" "0"
 for n in 1 2 3; do
     expect "$CLUSTER_ROOT/node$n" "SELECT count(*) FROM orders" "$((SESSIONS * ROUNDS * 100))"
 done

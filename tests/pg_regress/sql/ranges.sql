@@ -75,7 +75,7 @@ BEGIN
         plan := plan || line || E'\n';
     END LOOP;
     RETURN QUERY SELECT plan ~ 'OPERATOR\(pg_catalog\.<@\)',
-                        (SELECT count(*) FROM regexp_matches(plan, '^\s*(InitPlan|SubPlan) \d', 'gn'));
+                        (SELECT count(*) FROM regexp_matches(plan, '^\s*(InitPlan|SubPlan) (\d|expr_\d)', 'gn'));
 END $$;
 SELECT * FROM pg_temp.plan_of('SELECT count(*) FROM ranged WHERE id <@ (SELECT int8range(min(id), max(id)) FROM ranged TABLESAMPLE BERNOULLI (50))');
 SELECT * FROM pg_temp.plan_of('SELECT (SELECT id FROM ranged TABLESAMPLE BERNOULLI (50) LIMIT 1) <@ ''[1,100)''::int8range');
