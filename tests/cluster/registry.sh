@@ -39,7 +39,8 @@ CREATE EXTENSION snowflake_id;
 CREATE ROLE claims LOGIN PASSWORD 'claims-secret';
 GRANT EXECUTE ON FUNCTION snowflake_registry_claim(text, text, text, integer, interval, interval),
     snowflake_registry_renew(text, text, text, integer, interval, interval),
-    snowflake_registry_release(text, text, text, integer, interval) TO claims;
+    snowflake_registry_release(text, text, text, integer, interval),
+    snowflake_registry_release(text, text, text, integer, interval, bigint) TO claims;
 CREATE DATABASE noext;
 SQL
 REGPORT=$(pg_port_of "$registry")
@@ -252,7 +253,8 @@ CREATE DATABASE regdb;
 CREATE EXTENSION snowflake_id;
 GRANT EXECUTE ON FUNCTION snowflake_registry_claim(text, text, text, integer, interval, interval),
     snowflake_registry_renew(text, text, text, integer, interval, interval),
-    snowflake_registry_release(text, text, text, integer, interval) TO claims;
+    snowflake_registry_release(text, text, text, integer, interval),
+    snowflake_registry_release(text, text, text, integer, interval, bigint) TO claims;
 SQL
 }
 regdb_setup
