@@ -48,8 +48,10 @@ const AUTHORITY_AUTO: i32 = -2;
 static REGISTRY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c""));
 static REGISTRY_GROUP: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(c"default"));
-static CLAIM_LEASE_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
-static CLAIM_CLOCK_ERROR_MS: GucSetting<i32> = GucSetting::<i32>::new(1_000);
+static CLAIM_LEASE_MS: GucSetting<i32> =
+    GucSetting::<i32>::new(crate::core::claim::DEFAULT_LEASE_MS as i32);
+static CLAIM_CLOCK_ERROR_MS: GucSetting<i32> =
+    GucSetting::<i32>::new(crate::core::claim::DEFAULT_CLOCK_ERROR_MS as i32);
 /// The largest node number of the layout, for the check of `snowflake.node_id`.
 static MAX_NODE: AtomicU32 = AtomicU32::new(0);
 const MAX_AUTHORITY: u32 = 15;
@@ -290,9 +292,10 @@ fn define_claim_settings() {
         c"snowflake.claim_lease",
         c"How long a claimed number is held without a renewal.",
         c"A server that cannot renew stops generating under it before the lease ends; another \
-          server gets the number only after it ended. Renewed every third of it.",
+          server gets the number only after it ended. Renewed every third of it, at least every \
+          30 s: a registry outage of nearly the lease stops nothing.",
         &CLAIM_LEASE_MS,
-        (1_000, 3_600_000),
+        (1_000, 86_400_000),
         GucContext::Postmaster,
         GucFlags::UNIT_MS,
     );

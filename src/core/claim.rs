@@ -468,143 +468,144 @@ pub fn holder_name(
     format!("{host}:{port}:{data_directory} (system {system_identifier}, started {started})")
 }
 
-/// A message that may quote the registry's connection string (libpq's errors quote a
-/// malformed one whole) with the string and every password in it masked, so that the view, a
-/// generator's DETAIL and the log never show one.
-pub fn scrub(message: &str, conninfo: &str) -> String {
-    const MASK: &str = "********";
-    let mut out = if conninfo.is_empty() {
-        message.to_owned()
-    } else {
-        message.replace(conninfo, &redact_conninfo(conninfo))
-    };
-    for secret in passwords(conninfo) {
-        out = out.replace(secret, MASK);
+/// One option of a connection string as libpq parsed it (`PQconninfoParse`): its keyword, its
+/// value, and libpq's display character for it (`""` shown, `"*"` a secret such as `password`
+/// or `sslpassword`, `"D"` a debug option). Parsing is libpq's own (`node::libpq`), so that what
+/// is masked is exactly what libpq takes for a secret, however the string writes it (a URI's
+/// userinfo, a percent-encoded keyword among its parameters, quotes and escapes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnOption {
+    pub keyword: String,
+    pub value: String,
+    pub dispchar: String,
+}
+
+impl ConnOption {
+    /// Whether libpq shows the option as it is; anything else (a secret, a debug option, a
+    /// display character a later libpq may add) is masked.
+    fn shown(&self) -> bool {
+        self.dispchar.is_empty()
     }
+}
+
+/// What a connection string is for libpq (`recognized_connection_string` in fe-connect.c): a
+/// URI (only with the prefix `postgresql://` or `postgres://`) or `keyword=value` pairs when it
+/// has either; otherwise a database name.
+pub fn is_connection_string(conninfo: &str) -> bool {
+    conninfo.starts_with("postgresql://")
+        || conninfo.starts_with("postgres://")
+        || conninfo.contains('=')
+}
+
+const MASK: &str = "********";
+
+/// The connection string as the view and the log show it, from libpq's parse of it: every
+/// option it sets as `keyword=value` (quoted where needed), the value of every option libpq
+/// does not display (`password`, `sslpassword`, ...) replaced by `********`.
+pub fn shown_conninfo(options: &[ConnOption]) -> String {
+    options
+        .iter()
+        .map(|o| {
+            let value = if o.shown() {
+                quoted(&o.value)
+            } else {
+                MASK.to_owned()
+            };
+            format!("{}={value}", o.keyword)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A value as a `keyword=value` connection string writes it: bare when it can be, else
+/// single-quoted with `\` before each `'` and `\`.
+fn quoted(value: &str) -> String {
+    let bare = !value.is_empty()
+        && !value
+            .chars()
+            .any(|c| c.is_whitespace() || c == '\'' || c == '\\' || c == '=');
+    if bare {
+        return value.to_owned();
+    }
+    let mut out = String::from("'");
+    for c in value.chars() {
+        if c == '\'' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('\'');
     out
 }
 
-/// The passwords written in a connection string, as written: after `password =` (keyword
-/// pairs and URI parameters; quoted or with backslash escapes too) and in a URI's userinfo.
-fn passwords(conninfo: &str) -> Vec<&str> {
-    let mut found = Vec::new();
-    let mut rest = conninfo;
-    while let Some(i) = rest.find("password") {
-        rest = &rest[i + "password".len()..];
-        let Some(value) = rest.trim_start().strip_prefix('=') else {
-            continue;
-        };
-        let value = value.trim_start();
-        let (value, quoted) = match value.strip_prefix('\'') {
-            Some(v) => (v, true),
-            None => (value, false),
-        };
-        let mut escaped = false;
-        let end = value
-            .char_indices()
-            .find(|&(_, c)| {
-                let ends = !escaped
-                    && if quoted {
-                        c == '\''
-                    } else {
-                        c.is_whitespace() || c == '&'
-                    };
-                escaped = !escaped && c == '\\';
-                ends
-            })
-            .map_or(value.len(), |(i, _)| i);
-        if end > 0 {
-            found.push(&value[..end]);
-        }
-    }
-    if let Some(scheme_end) = conninfo.find("://") {
-        let rest = &conninfo[scheme_end + 3..];
-        // libpq reads the userinfo up to the last @ of the authority.
-        if let Some(at) = rest.rfind('@') {
-            if let Some((_, password)) = rest[..at].split_once(':') {
-                if !password.is_empty() {
-                    found.push(password);
-                }
-            }
-        }
-    }
-    // Longest first, so that a password containing another is masked whole.
-    found.sort_by_key(|p| std::cmp::Reverse(p.len()));
+/// The values of the options libpq does not display, as libpq read them (decoded): what a
+/// message must never show.
+pub fn secrets(options: &[ConnOption]) -> Vec<String> {
+    let mut found: Vec<String> = options
+        .iter()
+        .filter(|o| !o.shown() && !o.value.is_empty())
+        .map(|o| o.value.clone())
+        .collect();
+    // Longest first, so that a secret containing another is masked whole.
+    found.sort_by_key(|s| std::cmp::Reverse(s.len()));
     found
 }
 
-/// A connection string as the view shows it: a password (`password=...` or the password of a
-/// URI) replaced by `********`.
-pub fn redact_conninfo(conninfo: &str) -> String {
-    const MASK: &str = "********";
-    if let Some(scheme_end) = conninfo.find("://") {
-        let rest = &conninfo[scheme_end + 3..];
-        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-        let (authority, tail) = rest.split_at(authority_end);
-        let authority = match authority.rfind('@') {
-            Some(at) => {
-                let userinfo = &authority[..at];
-                let user = userinfo.split(':').next().unwrap_or_default();
-                let masked = if userinfo.contains(':') {
-                    format!("{user}:{MASK}")
-                } else {
-                    user.to_owned()
-                };
-                format!("{masked}{}", &authority[at..])
-            }
-            None => authority.to_owned(),
-        };
-        // A password among the URI's query parameters.
-        let tail = tail
-            .split('&')
-            .map(|p| match p.split_once("password=") {
-                Some((head, _)) if head.is_empty() || head.ends_with('?') => {
-                    format!("{head}password={MASK}")
-                }
-                _ => p.to_owned(),
-            })
-            .collect::<Vec<_>>()
-            .join("&");
-        return format!("{}://{authority}{tail}", &conninfo[..scheme_end]);
+/// A message that may quote the registry's connection string (libpq's errors can quote parts
+/// of it): the string itself replaced by `shown`, and every secret in it by `********`, so
+/// that the view and the log never show one.
+pub fn scrub(message: &str, conninfo: &str, shown: &str, secrets: &[String]) -> String {
+    let mut out = if conninfo.is_empty() {
+        message.to_owned()
+    } else {
+        message.replace(conninfo, shown)
+    };
+    for secret in secrets {
+        out = out.replace(secret.as_str(), MASK);
     }
-    // key = value pairs; a value may be single-quoted with backslash escapes.
-    let mut out = String::new();
-    let mut rest = conninfo;
-    while let Some(eq) = rest.find('=') {
-        let key = rest[..eq].trim();
-        out.push_str(&rest[..=eq]);
-        let after = &rest[eq + 1..];
-        let lead = after.len() - after.trim_start().len();
-        out.push_str(&after[..lead]);
-        let value_start = &after[lead..];
-        let value_len = if let Some(quoted) = value_start.strip_prefix('\'') {
-            let mut end = quoted.len();
-            let mut escaped = false;
-            for (i, c) in quoted.char_indices() {
-                if escaped {
-                    escaped = false;
-                } else if c == '\\' {
-                    escaped = true;
-                } else if c == '\'' {
-                    end = i + 1;
-                    break;
-                }
-            }
-            1 + end
-        } else {
-            value_start
-                .find(char::is_whitespace)
-                .unwrap_or(value_start.len())
-        };
-        if key.rsplit(char::is_whitespace).next() == Some("password") {
-            out.push_str(MASK);
-        } else {
-            out.push_str(&value_start[..value_len]);
-        }
-        rest = &value_start[value_len..];
-    }
-    out.push_str(rest);
     out
+}
+
+/// The default `snowflake.claim_lease` and `snowflake.claim_clock_error` (ms).
+pub const DEFAULT_LEASE_MS: i64 = 600_000;
+pub const DEFAULT_CLOCK_ERROR_MS: i64 = 1_000;
+/// The longest time between two renewals.
+pub const MAX_RENEW_INTERVAL_MS: i64 = 30_000;
+/// How long the worker waits before trying the registry again after it did not answer.
+pub const RETRY_MS: i64 = 1_000;
+
+/// How often a claim is renewed: every third of the lease, at least every 30 s, so that a
+/// long lease rides out a registry outage of nearly its whole length.
+pub fn renew_interval_ms(lease_ms: i64) -> i64 {
+    (lease_ms / 3).min(MAX_RENEW_INTERVAL_MS)
+}
+
+/// How long one call to the registry may take before the worker gives up on it (and the
+/// registry, through the session's `statement_timeout`, on its side): a quarter of the lease,
+/// at most 5 s.
+pub fn call_span_ms(lease_ms: i64) -> i64 {
+    (lease_ms / 4).min(5_000)
+}
+
+/// The longest registry outage a holder rides out without stopping, at worst: the outage
+/// starts right before a renewal was due, and once the registry answers again, the worker's
+/// next try comes after its retry pause and a call that may have just begun to wait in vain.
+pub fn outage_ridden_out_ms(lease_ms: i64, clock_error_ms: i64, coarse_margin_ms: i64) -> i64 {
+    deadline(0, lease_ms, clock_error_ms, coarse_margin_ms)
+        - renew_interval_ms(lease_ms)
+        - RETRY_MS
+        - call_span_ms(lease_ms)
+}
+
+/// How long after its holder's last renewal a number that is not given back (its holder dead,
+/// or cut off from the registry) stays taken: the lease, then the hold after it.
+pub fn taken_after_last_renewal_ms(
+    kind: Kind,
+    lease_ms: i64,
+    max_clock_ahead_ms: i64,
+    clock_error_ms: i64,
+) -> i64 {
+    lease_ms + hold_after_ms(kind, max_clock_ahead_ms, clock_error_ms)
 }
 
 #[cfg(test)]
@@ -766,61 +767,91 @@ mod tests {
         assert_eq!(hold_after_ms(Kind::Authority, 10_000, 1_000), 2_000);
     }
 
-    #[test]
-    fn passwords_are_never_shown() {
-        for (given, shown) in [
-            (
-                "host=reg dbname=ids user=claims password=s3cret",
-                "host=reg dbname=ids user=claims password=********",
-            ),
-            (
-                "host=reg password = 's3 cr\\'et' dbname=ids",
-                "host=reg password = ******** dbname=ids",
-            ),
-            ("host=reg dbname=ids", "host=reg dbname=ids"),
-            (
-                "postgresql://claims:s3cret@reg:5432/ids",
-                "postgresql://claims:********@reg:5432/ids",
-            ),
-            (
-                "postgres://claims@reg/ids?password=s3cret&sslmode=require",
-                "postgres://claims@reg/ids?password=********&sslmode=require",
-            ),
-            ("postgresql://reg/ids", "postgresql://reg/ids"),
-        ] {
-            assert_eq!(redact_conninfo(given), shown, "{given}");
-            assert!(!redact_conninfo(given).contains("s3"), "{given}");
+    fn option(keyword: &str, value: &str, dispchar: &str) -> ConnOption {
+        ConnOption {
+            keyword: keyword.into(),
+            value: value.into(),
+            dispchar: dispchar.into(),
         }
     }
 
+    /// What libpq does not display is masked, whatever its name; what it displays is quoted
+    /// so that the shown string reads back as the same options.
     #[test]
-    fn messages_never_show_a_password() {
-        for (conninfo, message) in [
-            (
-                "postgres://claims:s3cret@[::1:54301/ids",
-                "invalid URI: \"postgres://claims:s3cret@[::1:54301/ids\"",
-            ),
-            (
-                "host=reg password=se\\ cret dbname=ids",
-                "could not connect (se\\ cret)",
-            ),
-            (
-                "dbname='host=x password=sekret dbname=postgres'",
-                "database \"host=x password=sekret dbname=postgres\" does not exist",
-            ),
-            ("host=reg password = 'a b' user=c", "echo: 'a b'"),
-            ("postgresql://u@reg/ids?password=qq1", "bad: qq1"),
-        ] {
-            let shown = scrub(message, conninfo);
-            for secret in ["s3cret", "se\\ cret", "cret", "sekret", "a b", " b'", "qq1"] {
-                assert!(!shown.contains(secret), "{message} -> {shown}");
-            }
-        }
+    fn only_what_libpq_displays_is_shown() {
+        let options = [
+            option("host", "reg", ""),
+            option("dbname", "my ids", ""),
+            option("user", "o'brien", ""),
+            option("password", "ab://cd", "*"),
+            option("sslpassword", "key pass", "*"),
+            option("oauth_client_secret", "s3", "*"),
+            option("some_debug", "d", "D"),
+        ];
+        let shown = shown_conninfo(&options);
         assert_eq!(
-            scrub("timeout", "host=reg password=x"),
-            "timeout",
-            "nothing to mask"
+            shown,
+            "host=reg dbname='my ids' user='o\\'brien' password=******** \
+             sslpassword=******** oauth_client_secret=******** some_debug=********"
         );
+        for secret in ["ab://cd", "key pass", "s3"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        assert_eq!(secrets(&options), ["key pass", "ab://cd", "s3", "d"]);
+    }
+
+    #[test]
+    fn messages_never_show_a_secret() {
+        let conninfo = "host=reg password=se\\ cret dbname=ids";
+        let options = [
+            option("host", "reg", ""),
+            option("password", "se cret", "*"),
+            option("dbname", "ids", ""),
+        ];
+        let shown = shown_conninfo(&options);
+        let secrets = secrets(&options);
+        for message in [
+            format!("invalid: \"{conninfo}\""),
+            "could not connect (se cret)".to_owned(),
+            "FATAL: password authentication failed for user \"se cret\"".to_owned(),
+        ] {
+            let scrubbed = scrub(&message, conninfo, &shown, &secrets);
+            assert!(!scrubbed.contains("cret"), "{message} -> {scrubbed}");
+        }
+        assert_eq!(scrub("timeout", conninfo, &shown, &secrets), "timeout");
+    }
+
+    /// libpq reads a URI only with its own two prefixes; anything else with an `=` is
+    /// keyword=value pairs (a password may contain `://`), and a bare word a database name.
+    #[test]
+    fn connection_strings_are_recognised_as_libpq_does() {
+        assert!(is_connection_string("postgresql://reg/ids"));
+        assert!(is_connection_string("postgres://reg/ids"));
+        assert!(is_connection_string("host=reg password=a://b"));
+        assert!(!is_connection_string("ids"));
+        assert!(!is_connection_string("postgresq://reg/ids"));
+    }
+
+    /// The defaults ride out a registry stopped for 5 minutes (a minor release's restart, a
+    /// failover under an HA manager), at worst; what they cost is a number taken about 10
+    /// minutes after its holder's last renewal.
+    #[test]
+    fn the_default_lease_rides_out_five_minutes_of_registry_outage() {
+        let ridden = outage_ridden_out_ms(DEFAULT_LEASE_MS, DEFAULT_CLOCK_ERROR_MS, 50);
+        assert_eq!(ridden, 600_000 - 1_000 - 50 - 30_000 - 1_000 - 5_000);
+        assert!(ridden >= 5 * 60_000, "{ridden} ms");
+        assert_eq!(
+            taken_after_last_renewal_ms(Kind::Node, DEFAULT_LEASE_MS, 10_000, 1_000),
+            612_000
+        );
+        assert_eq!(
+            taken_after_last_renewal_ms(Kind::Authority, DEFAULT_LEASE_MS, 10_000, 1_000),
+            602_000
+        );
+        // Short leases (the tests') renew every third, as before.
+        assert_eq!(renew_interval_ms(3_000), 1_000);
+        assert_eq!(call_span_ms(3_000), 750);
+        assert_eq!(renew_interval_ms(DEFAULT_LEASE_MS), 30_000);
     }
 
     #[test]

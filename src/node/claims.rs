@@ -69,7 +69,23 @@ fn claimed_at_start(kind: Kind) -> bool {
         })
 }
 
-/// The ERROR of a generator whose claimed number may not be used now, saying why.
+/// Whether the current role may read `snowflake.registry` (a superuser-only setting): has the
+/// privileges of `pg_read_all_settings`, as PostgreSQL asks of it to show such a setting. Only
+/// such a role sees anything of the registry or of the claim's messages (which quote the
+/// registry's hosts and users, and other servers' data directories).
+pub fn may_read_registry() -> bool {
+    // SAFETY: catalog lookups of the current role's memberships, in a transaction.
+    unsafe {
+        pg_sys::has_privs_of_role(
+            pg_sys::GetUserId(),
+            pg_sys::Oid::from(pg_sys::ROLE_PG_READ_ALL_SETTINGS),
+        )
+    }
+}
+
+/// The ERROR of a generator whose claimed number may not be used now, saying why: to a role
+/// that may read the registry, the worker's last message as DETAIL; to others no DETAIL. The
+/// server log has the message and the registry (masked) in every case.
 pub fn refuse(kind: Kind) -> ! {
     let setting = kind.setting();
     if !claimed_at_start(kind) {
@@ -92,7 +108,7 @@ pub fn refuse(kind: Kind) -> ! {
     let shown = claims.slot(kind).shown();
     let what = kind.described();
     let registry = claims.registry.get();
-    let detail = if shown.message.is_empty() {
+    let logged = if shown.message.is_empty() {
         format!("Registry: {registry}.")
     } else {
         format!("{} (registry: {registry})", shown.message)
@@ -127,17 +143,23 @@ pub fn refuse(kind: Kind) -> ! {
             "SELECT * FROM snowflake_node_claims shows why; snowflake_node_attach() tries again.",
         ),
     };
-    error(Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message)
-        .detail(detail)
+    let mut e = error(Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message)
         .hint(hint.to_owned())
-        .raise()
+        .detail_log(logged);
+    if may_read_registry() && !shown.message.is_empty() {
+        e = e.detail(shown.message);
+    }
+    e.raise()
 }
 
-/// How long `snowflake_node_detach()` and `snowflake_node_attach()` wait for the worker.
+/// How long `snowflake_node_detach()` and `snowflake_node_attach()` wait for the worker: a
+/// call it may be in, then one call for each kind, and a margin.
 fn wait_limit_ms() -> i64 {
     guc::server()
         .and_then(|s| s.claims.as_ref())
-        .map_or(10_000, |c| c.lease_ms.max(10_000))
+        .map_or(10_000, |c| {
+            (3 * crate::core::claim::call_span_ms(c.lease_ms) + 5_000).max(10_000)
+        })
 }
 
 /// Posts `action` to the worker and waits (cancellably) until it has dealt with it or the
@@ -243,8 +265,11 @@ pub struct Row {
     pub message: Option<String>,
 }
 
-/// One row per kind: a number written by hand (`configured`), or the claim.
+/// One row per kind: a number written by hand (`configured`), or the claim. The holder, the
+/// registry and the claim's message only for a role that may read the registry (see
+/// [`may_read_registry`]): the function is PUBLIC, as the view over it.
 pub fn rows() -> Vec<Row> {
+    let privileged = may_read_registry();
     let server = guc::server();
     let claims = shmem::claims();
     Kind::ALL
@@ -290,12 +315,12 @@ pub fn rows() -> Vec<Row> {
                         } else {
                             shown.word.state.name()
                         },
-                        holder: Some(c.holder.get()).filter(|h| !h.is_empty()),
-                        registry: Some(c.registry.get()).filter(|r| !r.is_empty()),
+                        holder: Some(c.holder.get()).filter(|h| privileged && !h.is_empty()),
+                        registry: Some(c.registry.get()).filter(|r| privileged && !r.is_empty()),
                         since_ms: nonzero(shown.since_ms),
                         lease_end_ms: nonzero(shown.lease_end_ms),
                         renewed_ms: nonzero(shown.renewed_ms),
-                        message: Some(shown.message).filter(|m| !m.is_empty()),
+                        message: Some(shown.message).filter(|m| privileged && !m.is_empty()),
                         ..none
                     }
                 }

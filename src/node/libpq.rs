@@ -12,6 +12,8 @@ use std::sync::OnceLock;
 
 use pgrx::pg_sys;
 
+use crate::core::claim::{self, ConnOption};
+
 type Conn = c_void;
 type Res = c_void;
 
@@ -57,6 +59,21 @@ type NfieldsFn = unsafe extern "C" fn(*const Res) -> c_int;
 type GetValueFn = unsafe extern "C" fn(*const Res, c_int, c_int) -> *const c_char;
 type GetIsNullFn = unsafe extern "C" fn(*const Res, c_int, c_int) -> c_int;
 type ClearFn = unsafe extern "C" fn(*mut Res);
+type ConninfoParseFn = unsafe extern "C" fn(*const c_char, *mut *mut c_char) -> *mut ConninfoOption;
+type ConninfoFreeFn = unsafe extern "C" fn(*mut ConninfoOption);
+type FreememFn = unsafe extern "C" fn(*mut c_void);
+
+/// libpq-fe.h's `PQconninfoOption`, the same in every libpq 5.x.
+#[repr(C)]
+struct ConninfoOption {
+    keyword: *mut c_char,
+    envvar: *mut c_char,
+    compiled: *mut c_char,
+    val: *mut c_char,
+    label: *mut c_char,
+    dispchar: *mut c_char,
+    dispsize: c_int,
+}
 
 struct Api {
     connect_start_params: ConnectStartParamsFn,
@@ -77,6 +94,9 @@ struct Api {
     get_value: GetValueFn,
     get_is_null: GetIsNullFn,
     clear: ClearFn,
+    conninfo_parse: ConninfoParseFn,
+    conninfo_free: ConninfoFreeFn,
+    freemem: FreememFn,
 }
 
 // SAFETY: function pointers of a library that stays loaded for the life of the process.
@@ -134,7 +154,61 @@ fn load() -> Result<Api, String> {
             get_value: sym!("PQgetvalue", GetValueFn),
             get_is_null: sym!("PQgetisnull", GetIsNullFn),
             clear: sym!("PQclear", ClearFn),
+            conninfo_parse: sym!("PQconninfoParse", ConninfoParseFn),
+            conninfo_free: sym!("PQconninfoFree", ConninfoFreeFn),
+            freemem: sym!("PQfreemem", FreememFn),
         })
+    }
+}
+
+/// The options `conninfo` sets, as libpq parses it (its own parser, so that a secret is
+/// whatever libpq takes for one, written however the string writes it); a bare word is a
+/// database name, as libpq reads the `dbname` it is given. `Err` when libpq cannot load or
+/// cannot parse the string: the reason never quotes the string (libpq's own message would
+/// quote parts of it, a password's included).
+pub fn parse_conninfo(conninfo: &str) -> Result<Vec<ConnOption>, String> {
+    let api = api()?;
+    if !claim::is_connection_string(conninfo) {
+        return Ok(vec![ConnOption {
+            keyword: "dbname".into(),
+            value: conninfo.to_owned(),
+            dispchar: String::new(),
+        }]);
+    }
+    let owned =
+        CString::new(conninfo).map_err(|_| "snowflake.registry holds a NUL byte".to_owned())?;
+    let mut errmsg: *mut c_char = std::ptr::null_mut();
+    // SAFETY: a NUL-terminated string; libpq returns NULL (and perhaps a message to free with
+    // PQfreemem) or an array terminated by a NULL keyword, freed with PQconninfoFree.
+    unsafe {
+        let options = (api.conninfo_parse)(owned.as_ptr(), &mut errmsg);
+        if !errmsg.is_null() {
+            (api.freemem)(errmsg.cast());
+        }
+        if options.is_null() {
+            return Err("snowflake.registry is not a connection string libpq can parse (its message is not shown: it may quote a password)".into());
+        }
+        let mut parsed = Vec::new();
+        let mut at = options;
+        while !(*at).keyword.is_null() {
+            if !(*at).val.is_null() {
+                let s = |p: *mut c_char| {
+                    if p.is_null() {
+                        String::new()
+                    } else {
+                        CStr::from_ptr(p).to_string_lossy().into_owned()
+                    }
+                };
+                parsed.push(ConnOption {
+                    keyword: s((*at).keyword),
+                    value: s((*at).val),
+                    dispchar: s((*at).dispchar),
+                });
+            }
+            at = at.add(1);
+        }
+        (api.conninfo_free)(options);
+        Ok(parsed)
     }
 }
 
@@ -147,6 +221,8 @@ pub enum Failure {
     Refused { sqlstate: String, message: String },
     /// The worker was asked to stop (or the postmaster died) while it waited.
     Interrupted,
+    /// Nothing to try: `snowflake.registry` cannot be used as it is (libpq cannot parse it).
+    Unusable(String),
 }
 
 impl std::fmt::Display for Failure {
@@ -157,6 +233,7 @@ impl std::fmt::Display for Failure {
                 write!(f, "the registry refused ({sqlstate}): {message}")
             }
             Failure::Interrupted => f.write_str("interrupted"),
+            Failure::Unusable(why) => f.write_str(why),
         }
     }
 }
@@ -392,5 +469,67 @@ impl Connection {
                 (api.clear)(res);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The registry's connection string as the view shows it, read by libpq itself: every
+    /// way of writing a password is masked, and a key=value string whose password holds
+    /// `://` is no URI.
+    #[test]
+    fn libpq_parses_and_the_secrets_are_masked() {
+        for (conninfo, secret, shown) in [
+            (
+                "host=reg dbname=ids user=claims password=ab://cd",
+                "ab://cd",
+                "host=reg dbname=ids user=claims password=********",
+            ),
+            (
+                "postgresql://claims@reg/ids?%70assword=pw1&sslmode=disable",
+                "pw1",
+                "user=claims password=******** dbname=ids host=reg sslmode=disable",
+            ),
+            (
+                "host=reg dbname=ids sslkey=/k sslpassword=kp2",
+                "kp2",
+                "host=reg dbname=ids sslkey=/k sslpassword=********",
+            ),
+            (
+                "postgres://claims:p%40ss3@reg:5433/ids",
+                "p@ss3",
+                "user=claims password=******** dbname=ids host=reg port=5433",
+            ),
+            (
+                "host=reg password = 'a b\\'c' dbname=ids",
+                "a b'c",
+                "host=reg password=******** dbname=ids",
+            ),
+        ] {
+            let Ok(options) = parse_conninfo(conninfo) else {
+                // No libpq on this machine: nothing to check against.
+                assert!(api().is_err(), "{conninfo} not parsed");
+                return;
+            };
+            let mut got: Vec<String> = claim::shown_conninfo(&options)
+                .split(' ')
+                .map(str::to_owned)
+                .collect();
+            let mut want: Vec<String> = shown.split(' ').map(str::to_owned).collect();
+            got.sort();
+            want.sort();
+            assert_eq!(got, want, "{conninfo}");
+            assert_eq!(claim::secrets(&options), [secret], "{conninfo}");
+        }
+        // A bare word is a database name; a string libpq cannot parse is refused without
+        // quoting it.
+        assert_eq!(
+            claim::shown_conninfo(&parse_conninfo("ids").unwrap()),
+            "dbname=ids"
+        );
+        let bad = parse_conninfo("host=reg password=abc def").unwrap_err();
+        assert!(!bad.contains("def") && !bad.contains("abc"), "{bad}");
     }
 }

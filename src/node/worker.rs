@@ -5,7 +5,7 @@
 //! own rather than continuing under its old primary's (which may still be generating behind
 //! a network partition until its lease ends).
 //!
-//! The registry's functions (src/sql/registry.sql) decide who holds what, each in one
+//! The registry's functions (src/sql/node.sql) decide who holds what, each in one
 //! transaction there; this worker only publishes what they answered to shared memory
 //! (`core::claim`), where generators check it, and says in the server log and the
 //! `snowflake_node_claims` view what happened. A generator never depends on this worker being
@@ -19,11 +19,11 @@ use pgrx::bgworkers::{
 };
 use pgrx::pg_sys;
 
-use crate::core::claim::{self, Claims, Kind, Request, State};
+use crate::core::claim::{self, Claims, Kind, Request, State, RETRY_MS};
 use crate::core::snowflake::epoch::format_utc;
 use crate::core::wallclock::{self, COARSE_MARGIN_MS};
 use crate::guc::{self, ClaimSettings};
-use crate::node::libpq::{Connection, Failure};
+use crate::node::libpq::{self, Connection, Failure};
 use crate::pg::errors::{self, error, Code};
 use crate::pg::shmem;
 
@@ -45,9 +45,6 @@ pub fn register() {
         .set_restart_time(Some(Duration::from_secs(1)))
         .load();
 }
-
-/// How long to wait before trying the registry again after it did not answer.
-const RETRY_MS: i64 = 1_000;
 
 /// The worker's entry point.
 ///
@@ -82,6 +79,11 @@ struct Holding {
 
 struct Worker {
     settings: ClaimSettings,
+    /// `snowflake.registry` as libpq parsed it: as shown (secrets masked), and the secrets no
+    /// message may show; or why it cannot be used (never quoting it).
+    registry_shown: String,
+    secrets: Vec<String>,
+    unusable: Option<String>,
     claims: &'static Claims,
     holder: String,
     max_node: u32,
@@ -93,6 +95,8 @@ struct Worker {
     registry_id: Option<String>,
     held: Vec<Holding>,
     stop: bool,
+    /// Giving the numbers back at a shutdown: the calls no longer end at the SIGTERM.
+    shutdown: bool,
 }
 
 fn run() {
@@ -113,9 +117,16 @@ fn run() {
     let public = holder();
     claims.holder.set(&public);
     let holder = format!("{public} #{:016x}", token(claims));
-    claims
-        .registry
-        .set(&claim::redact_conninfo(&settings.registry));
+    // Masked as libpq reads it: what libpq takes for a secret, however it is written.
+    let (registry_shown, secrets, unusable) = match libpq::parse_conninfo(&settings.registry) {
+        Ok(options) => (
+            claim::shown_conninfo(&options),
+            claim::secrets(&options),
+            None,
+        ),
+        Err(why) => ("(not shown)".to_owned(), Vec::new(), Some(why)),
+    };
+    claims.registry.set(&registry_shown);
     let held = Kind::ALL
         .into_iter()
         .filter(|k| match k {
@@ -131,6 +142,9 @@ fn run() {
         .collect();
     let mut w = Worker {
         settings,
+        registry_shown,
+        secrets,
+        unusable,
         claims,
         holder,
         max_node: server.layout.max_node(),
@@ -139,6 +153,7 @@ fn run() {
         registry_id: Some(claims.registry_id.get()).filter(|id| !id.is_empty()),
         held,
         stop: false,
+        shutdown: false,
     };
     while !w.stop {
         if BackgroundWorker::sighup_received() {
@@ -161,6 +176,12 @@ fn run() {
         let wait = (next - wallclock::monotonic_ms()).clamp(1, RETRY_MS);
         w.stop |= !BackgroundWorker::wait_latch(Some(Duration::from_millis(wait as u64)));
         w.stop |= BackgroundWorker::sigterm_received();
+    }
+    // A shutdown of the server (not a worker stopped alone, which comes back and finds its
+    // numbers again): give the numbers back, so that they come free once the hold after the
+    // release has passed rather than a whole lease after the last renewal.
+    if shutting_down() {
+        w.give_back_at_shutdown();
     }
     claims
         .worker_latch
@@ -228,34 +249,70 @@ fn holder() -> String {
     claim::holder_name(&host, port, &dir, system, &started)
 }
 
+/// Whether the postmaster is shutting down (smart or fast): it writes `stopping` into line 8
+/// of `postmaster.pid` before it signals any process to end. A worker ended by a SIGTERM of
+/// its own finds `ready` there.
+fn shutting_down() -> bool {
+    // SAFETY: DataDir is the NUL-terminated path of the data directory, set before any worker
+    // starts.
+    let dir = unsafe { CStr::from_ptr(pg_sys::DataDir) }
+        .to_string_lossy()
+        .into_owned();
+    std::fs::read_to_string(format!("{dir}/postmaster.pid"))
+        .ok()
+        .and_then(|text| text.lines().nth(7).map(|l| l.trim() == "stopping"))
+        .unwrap_or(false)
+}
+
 fn log(message: String) {
     error(Code::ERRCODE_SUCCESSFUL_COMPLETION, message).log(false);
 }
 
 impl Worker {
     fn interrupted(&self) -> impl Fn() -> bool {
-        || BackgroundWorker::sigterm_received()
+        let shutdown = self.shutdown;
+        move || !shutdown && BackgroundWorker::sigterm_received()
     }
 
-    /// The deadline for one call to the registry: a quarter of the lease, at most 5 s.
+    /// The deadline for one call to the registry: a quarter of the lease, at most 5 s (at
+    /// shutdown, at most 1 s).
     fn call_deadline(&self) -> i64 {
-        wallclock::monotonic_ms() + (self.settings.lease_ms / 4).min(5_000)
+        let span = claim::call_span_ms(self.settings.lease_ms);
+        wallclock::monotonic_ms() + if self.shutdown { span.min(1_000) } else { span }
+    }
+
+    /// A message about the registry, every secret of its connection string masked.
+    fn scrub(&self, message: &str) -> String {
+        claim::scrub(
+            message,
+            &self.settings.registry,
+            &self.registry_shown,
+            &self.secrets,
+        )
     }
 
     /// The connection, opened if needed: the extension's schema looked up there, and a
     /// registry that is a standby or lacks the extension refused with a clear message.
     fn connection(&mut self) -> Result<&mut Connection, Failure> {
         if self.conn.is_none() {
+            if let Some(why) = &self.unusable {
+                return Err(Failure::Unusable(why.clone()));
+            }
             let interrupted = self.interrupted();
             let mut conn =
                 Connection::open(&self.settings.registry, self.call_deadline(), &interrupted)?;
+            // The registry gives up on a call when this worker does: a call waiting there (for
+            // a lock an administrator holds, say) ends rather than piling up behind a new
+            // connection.
+            let timeout = format!("{}ms", claim::call_span_ms(self.settings.lease_ms));
             let rows = conn.query(
                 c"SELECT pg_catalog.pg_is_in_recovery()::text,
                          (SELECT pg_catalog.quote_ident(n.nspname)
                             FROM pg_catalog.pg_extension e
                             JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
-                           WHERE e.extname = 'snowflake_id')",
-                &[],
+                           WHERE e.extname = 'snowflake_id'),
+                         pg_catalog.set_config('statement_timeout', $1, false)",
+                &[&timeout],
                 self.call_deadline(),
                 &interrupted,
             )?;
@@ -321,10 +378,9 @@ impl Worker {
             None => {
                 self.registry_id = Some(answered.to_owned());
                 self.claims.registry_id.set(answered);
-                self.claims.registry.set(&format!(
-                    "{} (system {answered})",
-                    claim::redact_conninfo(&self.settings.registry)
-                ));
+                self.claims
+                    .registry
+                    .set(&format!("{} (system {answered})", self.registry_shown));
                 true
             }
             Some(known) if known == answered => true,
@@ -434,7 +490,7 @@ impl Worker {
             COARSE_MARGIN_MS as i64,
         );
         let now_unix = wallclock::precise_unix_ms();
-        let renew_at = sent + self.settings.lease_ms / 3;
+        let renew_at = sent + claim::renew_interval_ms(self.settings.lease_ms);
         match outcome {
             Ok(Outcome::Claimed {
                 number: Some(number),
@@ -501,7 +557,7 @@ impl Worker {
             Err(Failure::Interrupted) => {}
             Err(failure) => {
                 // libpq's messages may quote the connection string, password and all.
-                let why = claim::scrub(&failure.to_string(), &self.settings.registry);
+                let why = self.scrub(&failure.to_string());
                 if slot.shown().message != why {
                     error(
                         Code::ERRCODE_CONNECTION_FAILURE,
@@ -535,21 +591,22 @@ impl Worker {
     }
 
     /// Gives the number of detached `self.held[i]` back; tried again later if the registry
-    /// does not answer.
+    /// does not answer. The release names the end of the lease this worker last had
+    /// confirmed: if the registry's is still that one (no renewal or claim of the number
+    /// reached it since), the number is free once the hold after the release has passed;
+    /// otherwise (a registry of 0.4.0, or a role not granted the function: the release
+    /// without it) once its lease and the hold after it have.
     fn release(&mut self, i: usize) {
         let kind = self.held[i].kind;
         let Some(number) = self.held[i].number else {
             self.held[i].due_ms = i64::MAX;
             return;
         };
-        let sql = format!(
-            "SELECT {}.snowflake_registry_release($1, $2, $3, $4::pg_catalog.int4, $5::pg_catalog.interval)::pg_catalog.text",
-            self.schema_or_placeholder()
-        );
         let (n, hold_after) = (
             number.to_string(),
             format!("{} milliseconds", self.release_hold_after_ms(kind)),
         );
+        let known_lease_end = self.claims.slot(kind).shown().lease_end_ms.to_string();
         let (group, holder) = (self.settings.group.clone(), self.holder.clone());
         let params = [
             kind.registry_name(),
@@ -557,8 +614,22 @@ impl Worker {
             holder.as_str(),
             &n,
             &hold_after,
+            &known_lease_end,
         ];
-        match self.call_with_schema(sql, &params) {
+        let sql = format!(
+            "SELECT {}.snowflake_registry_release($1, $2, $3, $4::pg_catalog.int4, $5::pg_catalog.interval, $6::pg_catalog.int8)::pg_catalog.text",
+            self.schema_or_placeholder()
+        );
+        let mut outcome = self.call_with_schema(sql, &params);
+        if matches!(&outcome, Err(Failure::Refused { sqlstate, .. }) if sqlstate == "42883" || sqlstate == "42501")
+        {
+            let sql = format!(
+                "SELECT {}.snowflake_registry_release($1, $2, $3, $4::pg_catalog.int4, $5::pg_catalog.interval)::pg_catalog.text",
+                self.schema_or_placeholder()
+            );
+            outcome = self.call_with_schema(sql, &params[..5]);
+        }
+        match outcome {
             Ok(_) => {
                 self.held[i].number = None;
                 self.held[i].due_ms = i64::MAX;
@@ -572,18 +643,36 @@ impl Worker {
                 ));
             }
             Err(failure) => {
-                let why = claim::scrub(
-                    &format!(
-                        "{} number {number} not given back yet: {failure}",
-                        kind.described()
-                    ),
-                    &self.settings.registry,
-                );
+                let why = self.scrub(&format!(
+                    "{} number {number} not given back yet: {failure}",
+                    kind.described()
+                ));
                 if self.claims.slot(kind).shown().message != why {
                     error(Code::ERRCODE_CONNECTION_FAILURE, why.clone()).log(true);
                 }
                 self.claims.slot(kind).message.set(&why);
                 self.held[i].due_ms = wallclock::monotonic_ms() + RETRY_MS;
+            }
+        }
+    }
+
+    /// At a shutdown: generation under the numbers ends, and each is given back, with one try
+    /// of at most a second or two in all (a registry that does not answer leaves the number
+    /// taken until its lease and the hold after it have passed, as for a server that died).
+    fn give_back_at_shutdown(&mut self) {
+        self.shutdown = true;
+        self.stop = false;
+        for i in 0..self.held.len() {
+            let kind = self.held[i].kind;
+            if self.held[i].number.is_none() || self.claims.slot(kind).word().state != State::Held {
+                continue;
+            }
+            // Generators refuse from here on; one that read the number before confirms it
+            // after reserving its value, and is refused too.
+            self.claims.slot(kind).end(State::Detached);
+            self.release(i);
+            if self.stop {
+                break; // the postmaster died
             }
         }
     }

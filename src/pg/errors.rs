@@ -43,6 +43,8 @@ pub struct PgError {
     code: Code,
     message: String,
     detail: Option<String>,
+    /// A detail for the server log only (the client gets `detail`, or none).
+    detail_log: Option<String>,
     hint: Option<String>,
 }
 
@@ -58,6 +60,7 @@ pub fn error(code: Code, message: impl Into<String>) -> PgError {
         code,
         message: message.into(),
         detail: None,
+        detail_log: None,
         hint: None,
     }
 }
@@ -65,6 +68,13 @@ pub fn error(code: Code, message: impl Into<String>) -> PgError {
 impl PgError {
     pub fn detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = Some(detail.into());
+        self
+    }
+
+    /// A detail written to the server log in place of [`PgError::detail`], never sent to the
+    /// client (PostgreSQL's `errdetail_log`).
+    pub fn detail_log(mut self, detail: impl Into<String>) -> Self {
+        self.detail_log = Some(detail.into());
         self
     }
 
@@ -136,6 +146,7 @@ impl PgError {
         (
             c(&self.message),
             self.detail.as_deref().map(c),
+            self.detail_log.as_deref().map(c),
             self.hint.as_deref().map(c),
         )
     }
@@ -164,21 +175,24 @@ impl PgError {
     }
 }
 
-/// Message, detail and hint, in the database encoding.
-type Fields = (CString, Option<CString>, Option<CString>);
+/// Message, detail, the log's detail and hint, in the database encoding.
+type Fields = (CString, Option<CString>, Option<CString>, Option<CString>);
 
 /// Sets the SQLSTATE and the texts of the error being built (after errstart or
 /// errsave_start returned true); each call copies its string.
 ///
 /// # Safety
 /// Between errstart (or errsave_start) and errfinish (or errsave_finish).
-unsafe fn set_fields(code: c_int, (message, detail, hint): &Fields) {
+unsafe fn set_fields(code: c_int, (message, detail, detail_log, hint): &Fields) {
     // SAFETY: as the caller promises; "%s" with one NUL-terminated string each.
     unsafe {
         errcode(code);
         errmsg_internal(c"%s".as_ptr(), message.as_ptr());
         if let Some(d) = detail {
             errdetail_internal(c"%s".as_ptr(), d.as_ptr());
+        }
+        if let Some(d) = detail_log {
+            errdetail_log(c"%s".as_ptr(), d.as_ptr());
         }
         if let Some(h) = hint {
             errhint(c"%s".as_ptr(), h.as_ptr());
@@ -202,6 +216,7 @@ unsafe extern "C-unwind" {
     fn errcode(sqlerrcode: c_int) -> c_int;
     fn errmsg_internal(fmt: *const c_char, ...) -> c_int;
     fn errdetail_internal(fmt: *const c_char, ...) -> c_int;
+    fn errdetail_log(fmt: *const c_char, ...) -> c_int;
     fn errhint(fmt: *const c_char, ...) -> c_int;
 }
 
@@ -405,6 +420,7 @@ fn into_error(payload: Box<dyn std::any::Any + Send>) -> PgError {
                 code: r.sql_error_code(),
                 message: r.message().to_owned(),
                 detail: r.detail().map(str::to_owned),
+                detail_log: None,
                 hint: r.hint().map(str::to_owned),
             },
             CaughtError::RustPanic { ereport, .. } => internal(ereport.message()),

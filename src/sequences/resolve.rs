@@ -239,7 +239,9 @@ pub fn bad_name(bad: BadName<'_>) -> ! {
     }
 }
 
-fn not_ours(name: SequenceName<'_>, relid: Oid, why: NotOurs) -> ! {
+/// The ERROR for a relation of a kind's schema that is not a sequence of this extension: the
+/// generators' and the watermarks'.
+pub fn not_ours(name: SequenceName<'_>, relid: Oid, why: NotOurs) -> ! {
     let kind = name.kind();
     let relation = catalog::described(kind, relid);
     match why {

@@ -16,7 +16,7 @@ use crate::core::registry::{Key, Registry, SlotRef};
 use crate::pg::errors::{error, Code};
 use crate::pg::{procs, shmem};
 use crate::sequences::catalog::{self, Opened};
-use crate::sequences::resolve::bad_name;
+use crate::sequences::resolve::{bad_name, not_ours};
 use crate::sequences::{durable, lookup, privileges};
 
 /// Where a kind's sequence stands, as a lowest next value.
@@ -73,9 +73,15 @@ fn open(name: SequenceName<'_>) -> (Oid, Opened) {
     let relid = catalog::find(schema.oid, &relname).unwrap_or_else(|| missing(name));
     // SAFETY: a lock of the current transaction; an ERROR (lock timeout, cancel) aborts it.
     unsafe { pg_sys::LockRelationOid(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+    // Renamed or dropped between the lookup and the lock: as if it were not there. A relation
+    // of the schema that is not a sequence of this extension: the generators' error.
+    if catalog::find(schema.oid, &relname) != Some(relid) {
+        missing(name);
+    }
     let opened = match catalog::open(kind, relid) {
-        Some(Ok(o)) if catalog::find(schema.oid, &relname) == Some(relid) => o,
-        _ => missing(name),
+        Some(Ok(o)) => o,
+        Some(Err(why)) => not_ours(name, relid, why),
+        None => missing(name),
     };
     // SAFETY: a plain read of the current user.
     if !privileges::may_read(relid, unsafe { pg_sys::GetUserId() }) {

@@ -36,6 +36,16 @@ REVOKE ALL ON snowflake_registry FROM PUBLIC;
 -- number, the end of its lease, the era floor, and this registry's identity (its system
 -- identifier and database), which the holder checks at every renewal: two registries must
 -- never both hand out numbers to one group.
+--
+-- No role that may call it can stop the other holders: it locks no table, only rows, and of
+-- those only its own holder's and rows of numbers nobody may use any more (whose holders
+-- cannot renew them), so a renewal, which touches only its holder's live row, never waits for
+-- a grantee's transaction. Claims of one number by two holders at once are kept apart by the
+-- row (an update only of a row still reusable, an insert only where none is), and one never
+-- waits for another's open transaction either: a row another claim has locked is skipped
+-- (SKIP LOCKED), and so is a number another claim is inserting (it holds a transaction-level
+-- advisory lock on it). Its work is bounded: at most every number of a node layout (8192) or
+-- the 16 authorities, a lease and a hold of at most a day.
 CREATE FUNCTION snowflake_registry_claim(
         kind text, registry_group text, holder text, max_number integer,
         lease interval, hold_after interval,
@@ -43,23 +53,38 @@ CREATE FUNCTION snowflake_registry_claim(
         OUT registry text)
     VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
-    -- A session holding the table (a grantee's open transaction, a VACUUM FULL) must not
-    -- pile up every server's claims and renewals behind it: they fail and are retried.
-    SET lock_timeout = '2s'
+    -- It waits only where the rules above do not skip (a row being inserted by a session
+    -- that does not use this function): briefly, then it fails and the holder tries again.
+    SET lock_timeout = '1s'
     LANGUAGE plpgsql AS $claim$
 DECLARE
     mine record;
     held text;
+    candidate integer;
+    taken boolean := false;
+    -- The advisory locks of this group's numbers: a key per kind and group, the number.
+    lock_class integer := pg_catalog.hashtext(
+        'snowflake_registry ' OPERATOR(pg_catalog.||) snowflake_registry_claim.kind
+        OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) snowflake_registry_claim.registry_group);
 BEGIN
     IF kind NOT IN ('node', 'authority') THEN
         RAISE EXCEPTION 'unknown kind of number "%"', kind USING ERRCODE = '22023';
     END IF;
-    IF max_number < 0 OR lease <= interval '0' OR hold_after < interval '0' THEN
-        RAISE EXCEPTION 'invalid claim parameters' USING ERRCODE = '22023';
+    IF max_number < 0 OR max_number OPERATOR(pg_catalog.>)
+           (CASE kind WHEN 'node' THEN 8191 ELSE 15 END) THEN
+        RAISE EXCEPTION 'max_number % is outside the % numbers (0 .. %)', max_number, kind,
+            (CASE kind WHEN 'node' THEN 8191 ELSE 15 END) USING ERRCODE = '22023';
     END IF;
-    -- One claim at a time, whatever the kind and group: a claim reads every number of its
-    -- group before it takes one. (Renewals wait for it too: a few milliseconds.)
-    LOCK TABLE @extschema@.snowflake_registry IN SHARE ROW EXCLUSIVE MODE;
+    IF lease OPERATOR(pg_catalog.<=) interval '0' OR lease OPERATOR(pg_catalog.>) interval '1 day'
+       OR hold_after OPERATOR(pg_catalog.<) interval '0' OR hold_after OPERATOR(pg_catalog.>) interval '1 day' THEN
+        RAISE EXCEPTION 'invalid claim parameters'
+            USING ERRCODE = '22023', DETAIL = 'A lease above 0 and a hold of 0 or more, each at most a day.';
+    END IF;
+    IF pg_catalog.octet_length(registry_group) OPERATOR(pg_catalog.>) 255
+       OR pg_catalog.octet_length(holder) OPERATOR(pg_catalog.>) 2048 THEN
+        RAISE EXCEPTION 'invalid claim parameters'
+            USING ERRCODE = '22023', DETAIL = 'A group name of at most 255 bytes and a holder of at most 2048.';
+    END IF;
     -- The database's OID too: a database dropped and made again under the same name is
     -- another registry (its claims are gone).
     registry := (SELECT s.system_identifier::text FROM pg_catalog.pg_control_system() s)
@@ -67,95 +92,149 @@ BEGIN
                 (SELECT d.oid::text FROM pg_catalog.pg_database d
                   WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
                 OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) pg_catalog.current_database();
+    lease_until := pg_catalog.now() OPERATOR(pg_catalog.+) lease;
 
+    -- The same server again (a restart of its worker): nobody else may have held the number
+    -- since. Its own row only (the holder's name has a secret part).
     SELECT r.number, r.era_floor INTO mine
       FROM @extschema@.snowflake_registry r
      WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
        AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
        AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_claim.holder
        AND NOT r.released AND r.number OPERATOR(pg_catalog.<=) max_number
-     ORDER BY r.number LIMIT 1;
+     ORDER BY r.number LIMIT 1
+       FOR UPDATE;
     IF FOUND THEN
-        -- The same server again (a restart): nobody else may have held the number since.
         number := mine.number;
         era_floor := mine.era_floor;
-    ELSE
-        SELECT n INTO number
-          FROM pg_catalog.generate_series(0, max_number) n
+        UPDATE @extschema@.snowflake_registry r
+           SET renewed_at = pg_catalog.now(), lease_until = snowflake_registry_claim.lease_until,
+               -- Never earlier than before: values the holder made under the longer hold of
+               -- an earlier claim or renewal may still be ahead of its clock.
+               reusable_after = GREATEST(r.reusable_after,
+                   snowflake_registry_claim.lease_until OPERATOR(pg_catalog.+) hold_after)
+         WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
+           AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
+           AND r.number OPERATOR(pg_catalog.=) snowflake_registry_claim.number;
+        RETURN;
+    END IF;
+
+    -- A new holder's gdids are of an era above every era of the group's authorities so far:
+    -- above what an earlier holder of this authority used, and above the eras its own gdid
+    -- sequences may have reached under an authority it held before. (Two claims at once may
+    -- get the same floor: for different authorities, whose gdids never meet.)
+    era_floor := 0;
+    IF snowflake_registry_claim.kind OPERATOR(pg_catalog.=) 'authority' THEN
+        SELECT COALESCE(max(r.era_floor) OPERATOR(pg_catalog.+) 1, 0) INTO era_floor
+          FROM @extschema@.snowflake_registry r
+         WHERE r.kind OPERATOR(pg_catalog.=) 'authority'
+           AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group;
+    END IF;
+
+    -- The lowest number nobody may use, as far as this statement sees: taken if nobody else
+    -- is taking it, else the next.
+    FOR candidate IN
+        SELECT n FROM pg_catalog.generate_series(0, max_number) n
          WHERE NOT EXISTS (
                    SELECT FROM @extschema@.snowflake_registry r
                     WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
                       AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
                       AND r.number OPERATOR(pg_catalog.=) n
                       AND r.reusable_after OPERATOR(pg_catalog.>=) pg_catalog.now())
-         ORDER BY n LIMIT 1;
-        IF number IS NULL THEN
-            SELECT pg_catalog.string_agg(pg_catalog.format('%s (%s)', r.number,
-                                             pg_catalog.split_part(r.holder, ' #', 1)),
-                                         ', ' ORDER BY r.number)
-              INTO held
-              FROM (SELECT * FROM @extschema@.snowflake_registry r
-                     WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
-                       AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
-                     ORDER BY r.number LIMIT 8) r;
-            RAISE EXCEPTION 'every % number of group "%" (0 .. %) is held', snowflake_registry_claim.kind,
-                snowflake_registry_claim.registry_group, max_number
-                USING ERRCODE = '53400',
-                      DETAIL = pg_catalog.format('Holders: %s%s.', held,
-                          CASE WHEN max_number OPERATOR(pg_catalog.>=) 8 THEN ', and others' ELSE '' END),
-                      HINT = 'A number comes free when its holder gives it back (snowflake_node_detach) or its lease has passed; or use another snowflake.registry_group for servers whose values never meet.';
+         ORDER BY n
+    LOOP
+        IF NOT EXISTS (
+               SELECT FROM @extschema@.snowflake_registry r
+                WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
+                  AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
+                  AND r.number OPERATOR(pg_catalog.=) candidate) THEN
+            -- No row yet: insert one, unless another claim is inserting it.
+            CONTINUE WHEN NOT pg_catalog.pg_try_advisory_xact_lock(lock_class, candidate);
+            INSERT INTO @extschema@.snowflake_registry AS r
+                   (kind, registry_group, number, holder, claimed_at, renewed_at, lease_until,
+                    reusable_after, era_floor, released)
+            VALUES (snowflake_registry_claim.kind, snowflake_registry_claim.registry_group,
+                    candidate, snowflake_registry_claim.holder, pg_catalog.now(), pg_catalog.now(),
+                    snowflake_registry_claim.lease_until,
+                    snowflake_registry_claim.lease_until OPERATOR(pg_catalog.+) hold_after,
+                    snowflake_registry_claim.era_floor, false)
+            ON CONFLICT ON CONSTRAINT snowflake_registry_pkey DO NOTHING;
+            taken := FOUND;
         END IF;
-        -- A new holder's gdids are of an era above every era of the group's authorities so
-        -- far: above what an earlier holder of this authority used, and above the eras its
-        -- own gdid sequences may have reached under an authority it held before.
-        era_floor := 0;
-        IF snowflake_registry_claim.kind OPERATOR(pg_catalog.=) 'authority' THEN
-            SELECT COALESCE(max(r.era_floor) OPERATOR(pg_catalog.+) 1, 0) INTO era_floor
-              FROM @extschema@.snowflake_registry r
-             WHERE r.kind OPERATOR(pg_catalog.=) 'authority'
-               AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group;
+        IF NOT taken THEN
+            -- A row of a number nobody may use any more (its holder's lease and the hold
+            -- after it have passed): take it over, unless another claim has it locked.
+            PERFORM FROM @extschema@.snowflake_registry r
+              WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
+                AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
+                AND r.number OPERATOR(pg_catalog.=) candidate
+                AND r.reusable_after OPERATOR(pg_catalog.<) pg_catalog.now()
+                FOR UPDATE SKIP LOCKED;
+            IF FOUND THEN
+                UPDATE @extschema@.snowflake_registry r
+                   SET holder = snowflake_registry_claim.holder, claimed_at = pg_catalog.now(),
+                       renewed_at = pg_catalog.now(), lease_until = snowflake_registry_claim.lease_until,
+                       reusable_after = GREATEST(r.reusable_after,
+                           snowflake_registry_claim.lease_until OPERATOR(pg_catalog.+) hold_after),
+                       era_floor = snowflake_registry_claim.era_floor, released = false
+                 WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
+                   AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
+                   AND r.number OPERATOR(pg_catalog.=) candidate;
+                taken := true;
+            END IF;
         END IF;
-        -- A holder that moves to another number gives up the one it had.
-        UPDATE @extschema@.snowflake_registry r SET released = true
-         WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
-           AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
-           AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_claim.holder;
+        IF taken THEN
+            number := candidate;
+            EXIT;
+        END IF;
+    END LOOP;
+    IF NOT taken THEN
+        SELECT pg_catalog.string_agg(pg_catalog.format('%s (%s)', r.number,
+                                         pg_catalog.split_part(r.holder, ' #', 1)),
+                                     ', ' ORDER BY r.number)
+          INTO held
+          FROM (SELECT * FROM @extschema@.snowflake_registry r
+                 WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
+                   AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
+                 ORDER BY r.number LIMIT 8) r;
+        RAISE EXCEPTION 'every % number of group "%" (0 .. %) is held', snowflake_registry_claim.kind,
+            snowflake_registry_claim.registry_group, max_number
+            USING ERRCODE = '53400',
+                  DETAIL = pg_catalog.format('Holders: %s%s.', held,
+                      CASE WHEN max_number OPERATOR(pg_catalog.>=) 8 THEN ', and others' ELSE '' END),
+                  HINT = 'A number comes free when its holder gives it back (snowflake_node_detach) or its lease has passed; or use another snowflake.registry_group for servers whose values never meet.';
     END IF;
-    lease_until := pg_catalog.now() OPERATOR(pg_catalog.+) lease;
-    INSERT INTO @extschema@.snowflake_registry AS r
-           (kind, registry_group, number, holder, claimed_at, renewed_at, lease_until,
-            reusable_after, era_floor, released)
-    VALUES (snowflake_registry_claim.kind, snowflake_registry_claim.registry_group, snowflake_registry_claim.number, snowflake_registry_claim.holder, pg_catalog.now(),
-            pg_catalog.now(), snowflake_registry_claim.lease_until,
-            snowflake_registry_claim.lease_until OPERATOR(pg_catalog.+) hold_after, snowflake_registry_claim.era_floor, false)
-    ON CONFLICT ON CONSTRAINT snowflake_registry_pkey DO UPDATE
-       SET holder = excluded.holder,
-           claimed_at = CASE WHEN r.holder OPERATOR(pg_catalog.=) excluded.holder
-                              AND NOT r.released THEN r.claimed_at ELSE excluded.claimed_at END,
-           renewed_at = excluded.renewed_at, lease_until = excluded.lease_until,
-           -- Never earlier than before: values the holder made under the longer hold of an
-           -- earlier claim or renewal may still be ahead of its clock.
-           reusable_after = GREATEST(r.reusable_after, excluded.reusable_after),
-           era_floor = excluded.era_floor,
-           released = false;
+    -- A holder that moves to another number gives up the one it had.
+    UPDATE @extschema@.snowflake_registry r SET released = true
+     WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
+       AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
+       AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_claim.holder
+       AND r.number OPERATOR(pg_catalog.<>) snowflake_registry_claim.number
+       AND NOT r.released;
 END
 $claim$;
 COMMENT ON FUNCTION snowflake_registry_claim(text, text, text, integer, interval, interval) IS
     'Registry side of snowflake.node_id = auto and gdid.authority = auto: claims a number for a server';
 
 -- Renews `holder`'s lease of `number`; NULL if it does not hold it (given back, or given to
--- another holder after its lease passed): the holder must stop generating under it.
+-- another holder after its lease passed): the holder must stop generating under it. It
+-- updates the holder's own row only, which no other role's call of these functions locks
+-- while the lease runs (a claim locks only rows nobody may use any more), so it never waits
+-- for another role. No lock_timeout: the claiming server's session bounds every call by its
+-- statement_timeout, as long as it waits for an answer itself.
 CREATE FUNCTION snowflake_registry_renew(
         kind text, registry_group text, holder text, number integer,
         lease interval, hold_after interval,
         OUT lease_until timestamptz, OUT registry text)
     VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
-    -- A session holding the table (a grantee's open transaction, a VACUUM FULL) must not
-    -- pile up every server's claims and renewals behind it: they fail and are retried.
-    SET lock_timeout = '2s'
     LANGUAGE plpgsql AS $renew$
 BEGIN
+    IF lease OPERATOR(pg_catalog.<=) interval '0' OR lease OPERATOR(pg_catalog.>) interval '1 day'
+       OR hold_after OPERATOR(pg_catalog.<) interval '0' OR hold_after OPERATOR(pg_catalog.>) interval '1 day' THEN
+        RAISE EXCEPTION 'invalid renewal parameters'
+            USING ERRCODE = '22023', DETAIL = 'A lease above 0 and a hold of 0 or more, each at most a day.';
+    END IF;
     -- The database's OID too: a database dropped and made again under the same name is
     -- another registry (its claims are gone).
     registry := (SELECT s.system_identifier::text FROM pg_catalog.pg_control_system() s)
@@ -183,17 +262,18 @@ COMMENT ON FUNCTION snowflake_registry_renew(text, text, text, integer, interval
 -- (values the holder made ahead of its clock). Never sooner: a release that reaches the
 -- registry late (a packet held up by a partition) may meet the same holder's later claim of
 -- the number, which must not end before the holder learns of it at its next renewal. True if
--- the holder held it.
+-- the holder held it. (The release below, which names the lease it ends, frees sooner.)
 CREATE FUNCTION snowflake_registry_release(
         kind text, registry_group text, holder text, number integer, hold_after interval)
     RETURNS boolean
     VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
-    -- A session holding the table (a grantee's open transaction, a VACUUM FULL) must not
-    -- pile up every server's claims and renewals behind it: they fail and are retried.
-    SET lock_timeout = '2s'
     LANGUAGE plpgsql AS $release$
 BEGIN
+    IF hold_after OPERATOR(pg_catalog.<) interval '0' OR hold_after OPERATOR(pg_catalog.>) interval '1 day' THEN
+        RAISE EXCEPTION 'invalid release parameters'
+            USING ERRCODE = '22023', DETAIL = 'A hold of 0 or more, at most a day.';
+    END IF;
     UPDATE @extschema@.snowflake_registry r
        SET released = true,
            lease_until = LEAST(r.lease_until, pg_catalog.now()),
@@ -214,6 +294,44 @@ COMMENT ON FUNCTION snowflake_registry_release(text, text, text, integer, interv
 REVOKE EXECUTE ON FUNCTION snowflake_registry_claim(text, text, text, integer, interval, interval),
     snowflake_registry_renew(text, text, text, integer, interval, interval),
     snowflake_registry_release(text, text, text, integer, interval) FROM PUBLIC;
+
+-- Gives `number` back as above, and names the end of the lease the holder last had confirmed
+-- (Unix milliseconds, as the claim and the renewal return it): if the registry's is still that
+-- one, no claim or renewal of the number reached the registry after the holder stopped
+-- generating and sent this, so nothing later of the holder's can be cut short, and the number
+-- is free once `hold_after` has passed from now. Otherwise as the release above. A server's
+-- shutdown and snowflake_node_detach() free their numbers in seconds so, not a lease later.
+CREATE FUNCTION snowflake_registry_release(
+        kind text, registry_group text, holder text, number integer, hold_after interval,
+        lease_until_ms bigint)
+    RETURNS boolean
+    VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql AS $release$
+BEGIN
+    IF hold_after OPERATOR(pg_catalog.<) interval '0' OR hold_after OPERATOR(pg_catalog.>) interval '1 day' THEN
+        RAISE EXCEPTION 'invalid release parameters'
+            USING ERRCODE = '22023', DETAIL = 'A hold of 0 or more, at most a day.';
+    END IF;
+    UPDATE @extschema@.snowflake_registry r
+       SET released = true,
+           lease_until = LEAST(r.lease_until, pg_catalog.now()),
+           reusable_after = CASE
+               WHEN (pg_catalog.date_part('epoch', r.lease_until) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8
+                    OPERATOR(pg_catalog.=) snowflake_registry_release.lease_until_ms
+               THEN pg_catalog.now() OPERATOR(pg_catalog.+) hold_after
+               ELSE GREATEST(r.reusable_after, pg_catalog.now() OPERATOR(pg_catalog.+) hold_after) END
+     WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_release.kind
+       AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_release.registry_group
+       AND r.number OPERATOR(pg_catalog.=) snowflake_registry_release.number
+       AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_release.holder
+       AND NOT r.released;
+    RETURN FOUND;
+END
+$release$;
+COMMENT ON FUNCTION snowflake_registry_release(text, text, text, integer, interval, bigint) IS
+    'Registry side of snowflake.node_id = auto and gdid.authority = auto: gives a server''s number back, free once the hold has passed if no later claim or renewal of it arrived';
+REVOKE EXECUTE ON FUNCTION snowflake_registry_release(text, text, text, integer, interval, bigint) FROM PUBLIC;
 
 -- This server's side: its numbers as the settings give them, or as claimed, in a view; and
 -- giving a claimed number back or claiming again, for superusers and the roles they grant it.

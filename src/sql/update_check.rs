@@ -533,38 +533,53 @@ fn update_script_creates_every_new_or_changed_function() {
     );
 }
 
-/// Install-script files whose every object is new in one release: the update into that
-/// release makes them as the file does (the file is the install script's source; its copy in
-/// the update script must not drift). Functions are checked above for every file; this covers
-/// the tables, views, grants and comments too.
+/// Install-script files whose every object is new in one release: the updates from the
+/// release before it up to the current one make them as the file does now (the file is the
+/// install script's source; its copies in the update scripts must not drift). Each statement
+/// of the file is in one of those update scripts: the one into the release that made it, or a
+/// later one that changed it. Functions are checked above for every file; this covers the
+/// tables, views, grants and comments too.
 const NEW_WHOLE: &[(&str, &str)] = &[("0.4.0", "sql/node.sql")];
 
 #[test]
 fn update_script_makes_the_objects_of_a_new_file_as_the_file_does() {
     let root = root();
+    let current = current_version(&read(&root.join("Cargo.toml")));
     let names: Vec<String> = std::fs::read_dir(root.join("sql"))
         .expect("sql/")
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     let releases = released(&names);
     for (release, file) in NEW_WHOLE {
-        let previous = releases
+        // The release before it, then every release up to the current version.
+        let mut chain: Vec<&str> = releases
             .iter()
             .rfind(|v| version_key(v) < version_key(release))
-            .expect("the release before");
-        let update_name = format!("sql/snowflake_id--{previous}--{release}.sql");
-        let update: Vec<String> = statements(&read(&root.join(&update_name)))
+            .into_iter()
+            .chain(releases.iter().filter(|v| {
+                version_key(v) >= version_key(release) && version_key(v) < version_key(&current)
+            }))
+            .map(String::as_str)
+            .collect();
+        chain.push(&current);
+        let updates: Vec<String> = chain
+            .windows(2)
+            .map(|w| format!("sql/snowflake_id--{}--{}.sql", w[0], w[1]))
+            .collect();
+        let made: Vec<String> = updates
             .iter()
-            .map(|st| normal(st))
+            .flat_map(|u| statements(&read(&root.join(u))))
+            .map(|st| normal(&st))
             .collect();
         let missing: Vec<String> = statements(&read(&root.join("src").join(file)))
             .iter()
             .map(|st| normal(st))
-            .filter(|st| !update.contains(st))
+            .filter(|st| !made.contains(st))
             .collect();
         assert!(
             missing.is_empty(),
-            "{update_name} lacks (or writes otherwise) {} statement(s) of src/{file}:\n\n{}",
+            "{} lack (or write otherwise) {} statement(s) of src/{file}:\n\n{}",
+            updates.join(", "),
             missing.len(),
             missing.join("\n\n")
         );

@@ -10,8 +10,9 @@
 #  3. A server frozen (SIGSTOP of every process) past its lease, its numbers given to a new
 #     server, then woken (SIGCONT): it hands out nothing more under them, and nothing the two
 #     made repeats (the new holder's gdids are of a later era).
-#  4. snowflake_node_detach() stops generation at once and gives the numbers back, also for a
-#     call that read its number before and waited (for a lock) across the detach;
+#  4. snowflake_node_detach() stops generation at once and gives the numbers back (free once
+#     the hold after the release has passed), also for a call that read its number before
+#     and waited (for a lock) across the detach;
 #     snowflake_node_attach() claims again. A session cannot set a number of its own, and the
 #     view shows the holder and the registry only to those who may read the settings.
 #  5. Every number of a group held: the next server is told so, naming the registry and the
@@ -23,6 +24,8 @@
 #     generates within a second; the old primary goes on under its own: nothing repeats.
 #  8. A restore (pg_dump) onto a new server with auto, and pg_upgrade of a server with auto:
 #     each claims its own numbers and continues above every key it holds.
+#  9. A registry database whose extension is still 0.4.0 (not updated): a server claims,
+#     renews and gives back (the release of 0.4.0: free only after the lease).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -39,7 +42,8 @@ CREATE EXTENSION snowflake_id;
 CREATE ROLE claims LOGIN PASSWORD 'claims-secret';
 GRANT EXECUTE ON FUNCTION snowflake_registry_claim(text, text, text, integer, interval, interval),
     snowflake_registry_renew(text, text, text, integer, interval, interval),
-    snowflake_registry_release(text, text, text, integer, interval) TO claims;
+    snowflake_registry_release(text, text, text, integer, interval),
+    snowflake_registry_release(text, text, text, integer, interval, bigint) TO claims;
 CREATE DATABASE noext;
 SQL
 REGPORT=$(pg_port_of "$registry")
@@ -170,6 +174,9 @@ expect "$s2" "SELECT snowflake_node_detach()::text" ""
 msg=$(sql "$s2" "SELECT snowflake_next('orders')" 2>&1) && fail "s2 generated after detach"
 echo "$msg" | grep -q "gave its snowflake node number back" || fail "unexpected: $msg"
 expect "$registry" "SELECT bool_and(released) FROM snowflake_registry WHERE holder LIKE '%:$(pg_port_of "$s2"):%'" t
+# Given back naming the lease they ended: free once the hold has passed (node number: 1 s
+# ahead + 2 x 0.2 s; authority 0.4 s), not the lease (3 s) after the last renewal.
+expect "$registry" "SELECT bool_and(reusable_after < now() + interval '1.5 s') FROM snowflake_registry WHERE holder LIKE '%:$(pg_port_of "$s2"):%'" t
 expect "$s2" "SELECT snowflake_node_attach()::text" ""
 expect "$s2" "SELECT count(*) FROM snowflake_node_claims WHERE state = 'held'" 2
 sql "$s2" "SELECT snowflake_next('orders')" >/dev/null
@@ -252,7 +259,8 @@ CREATE DATABASE regdb;
 CREATE EXTENSION snowflake_id;
 GRANT EXECUTE ON FUNCTION snowflake_registry_claim(text, text, text, integer, interval, interval),
     snowflake_registry_renew(text, text, text, integer, interval, interval),
-    snowflake_registry_release(text, text, text, integer, interval) TO claims;
+    snowflake_registry_release(text, text, text, integer, interval),
+    snowflake_registry_release(text, text, text, integer, interval, bigint) TO claims;
 SQL
 }
 regdb_setup
@@ -322,4 +330,26 @@ wait_until 10 "the upgraded server to hold its numbers" held "$upgraded"
 sql "$upgraded" "INSERT INTO orders SELECT FROM generate_series(1, 1000)" >/dev/null
 expect "$upgraded" "SELECT count(*) FROM orders" 2000
 echo "figures: restored as $(numbers "$restored") (s3: $(numbers "$s3")); upgraded as $(numbers "$upgraded") (before: $old_numbers); both continue without a duplicate key"
+
+echo "--- 9. a registry still at 0.4.0"
+pg_psql "$registry" -d postgres -q <<'SQL'
+CREATE DATABASE old040;
+\c old040
+CREATE EXTENSION snowflake_id VERSION '0.4.0';
+GRANT EXECUTE ON FUNCTION snowflake_registry_claim(text, text, text, integer, interval, interval),
+    snowflake_registry_renew(text, text, text, integer, interval, interval),
+    snowflake_registry_release(text, text, text, integer, interval) TO claims;
+SQL
+o=$(instance old040 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = auto" \
+    "gdid.authority = auto" "snowflake.registry = 'host=127.0.0.1 port=$REGPORT dbname=old040 user=claims password=claims-secret'" "${CLAIMS[@]}")
+start "$o"
+wait_until 10 "a server to claim from the 0.4.0 registry" held "$o"
+sql "$o" "SELECT snowflake_next('orders'), gdid_next('shop', 'orders')" >/dev/null
+renewed=$(sql "$o" "SELECT max(last_renewal) FROM snowflake_node_claims")
+wait_until 5 "a renewal by the 0.4.0 registry" sql_is "$o" "SELECT min(last_renewal) > '$renewed' FROM snowflake_node_claims" t
+expect "$o" "SELECT snowflake_node_detach()::text" ""
+expect "$registry" "SELECT bool_and(released) AND bool_and(reusable_after > now() + interval '1.9 s') FROM snowflake_registry" t old040
+expect "$o" "SELECT snowflake_node_attach()::text" ""
+sql "$o" "SELECT snowflake_next('orders'), gdid_next('shop', 'orders')" >/dev/null
+echo "old040: claimed, renewed, gave back (after the lease) and claimed again from a 0.4.0 registry"
 echo "ok"

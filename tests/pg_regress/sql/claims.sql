@@ -72,12 +72,52 @@ SELECT kind, registry_group, number, holder, released, era_floor,
   FROM snowflake_registry ORDER BY kind, registry_group, number;
 SELECT number FROM snowflake_registry_claim('machine', 'regress', 'server f', 3, '10s', '12s');
 \echo :LAST_ERROR_SQLSTATE
+-- Every call's work is bounded (22023 at once): numbers beyond any layout's (node numbers
+-- 0 .. 8191, authorities 0 .. 15), a lease or a hold below zero or beyond a day, a group name
+-- beyond 255 bytes, a holder beyond 2048.
+SELECT number FROM snowflake_registry_claim('node', 'regress', 'server f', 2147483647, '10s', '12s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT number FROM snowflake_registry_claim('node', 'regress', 'server f', 8192, '10s', '12s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT number FROM snowflake_registry_claim('authority', 'regress', 'server f', 16, '10s', '0s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT number FROM snowflake_registry_claim('node', 'regress', 'server f', -1, '10s', '12s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT number FROM snowflake_registry_claim('node', 'regress', 'server f', 3, '1000 years', '12s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT number FROM snowflake_registry_claim('node', 'regress', 'server f', 3, '10s', '-1s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT number FROM snowflake_registry_claim('node', repeat('g', 256), 'server f', 3, '10s', '12s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT number FROM snowflake_registry_claim('node', 'regress', repeat('h', 2049), 3, '10s', '12s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT lease_until FROM snowflake_registry_renew('node', 'regress', 'server a', 0, '2 days', '12s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_registry_release('node', 'regress', 'server a', 0, '1000 years');
+\echo :LAST_ERROR_SQLSTATE
+-- A release that names the end of the lease it gives back (as the claim or the last renewal
+-- returned it, in Unix milliseconds) frees the number once the hold has passed from now: no
+-- later claim or renewal of it reached the registry. Naming another (one did), it frees the
+-- number only after the lease, as the release without it.
+SELECT number AS early, (date_part('epoch', lease_until) * 1000)::int8 AS early_lease
+  FROM snowflake_registry_claim('node', 'early', 'server g', 3, '1 hour', '2s') \gset
+SELECT snowflake_registry_release('node', 'early', 'server g', :early, '2s', :early_lease);
+SELECT number AS late FROM snowflake_registry_claim('node', 'early', 'server h', 3, '1 hour', '2s') \gset
+SELECT snowflake_registry_release('node', 'early', 'server h', :late, '2s', 12345);
+SELECT number, released, reusable_after < now() + interval '1 minute' AS free_within_seconds,
+       reusable_after > now() + interval '59 minutes' AS free_after_the_lease
+  FROM snowflake_registry WHERE registry_group = 'early' ORDER BY number;
 -- Only the roles the registry's administrator grants it to may claim.
 SET ROLE cl_nobody;
 SELECT number FROM snowflake_registry_claim('node', 'regress', 'server f', 3, '10s', '12s');
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM snowflake_registry;
 \echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_registry_release('node', 'early', 'server g', 0, '2s', 0);
+\echo :LAST_ERROR_SQLSTATE
+-- The function behind the view is everyone's, as the view: it shows them what the view does
+-- (here, on a server with numbers written by hand, no claim at all).
+SELECT kind, number, state, holder, registry, message FROM snowflake_node_claims_rows();
 RESET ROLE;
 DELETE FROM snowflake_registry;
 DROP ROLE cl_nobody;

@@ -126,6 +126,13 @@ CREATE SEQUENCE snowflake.lc_old_layout AS bigint INCREMENT 10 MINVALUE 17040672
     MAXVALUE 3903090455552 START 1704067200000;
 SELECT snowflake_next('lc_old_layout');
 \echo :LAST_ERROR_SQLSTATE
+-- A watermark of them says the same as the generators (up to 0.4.0: 42P01, "does not exist").
+SELECT snowflake_watermark('lc_plain');
+\echo :LAST_ERROR_SQLSTATE
+SELECT gdid_watermark('lc', 'unlogged');
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_watermark('lc_table');
+\echo :LAST_ERROR_SQLSTATE
 DROP SEQUENCE snowflake.lc_plain, snowflake.lc_old_layout, gdid."lc/unlogged";
 DROP TABLE snowflake.lc_table;
 
