@@ -60,7 +60,7 @@ step() {
 }
 
 source scripts/pgversions.sh
-step "lint (rustfmt, clippy on PostgreSQL 15, 17 and 18)" make --no-print-directory lint
+step "lint (rustfmt, clippy on PostgreSQL 15, 17, 18 and 19)" make --no-print-directory lint
 step "unit and property tests (cargo test)" cargo test --ignore-rust-version --release --lib --quiet
 for pg_config in "${PG_CONFIGS[@]}"; do
     pg=$(pg_major_of "$pg_config")
@@ -90,7 +90,7 @@ done
 # checked with pg_regress and removed; on 15 with a demo running, which must still answer,
 # and the installed files back, afterwards (tests/machine_state.sh).
 step "package, with a demo running: install, installcheck, remove (PostgreSQL 15)" bash tests/machine_state.sh
-for pg_config in "$PG17_CONFIG" "$PG18_CONFIG"; do
+for pg_config in "$PG17_CONFIG" "$PG18_CONFIG" "$PG19_CONFIG"; do
     step "package: install, installcheck, remove (PostgreSQL $(pg_major_of "$pg_config"))" \
         env PG_CONFIG="$pg_config" bash tests/packages.sh
 done

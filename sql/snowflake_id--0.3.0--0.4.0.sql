@@ -33,6 +33,10 @@ BEGIN
         EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA %I TO PUBLIC', chosen);
         EXECUTE pg_catalog.format('GRANT CREATE ON SCHEMA %I TO pg_database_owner', chosen);
     END LOOP;
+    IF taken THEN
+        RAISE NOTICE 'a schema "snowflake" or "gdid" is there already: the sequences of snowflake_id go to schemas snowflake_seq and snowflake_gdid_seq'
+            USING HINT = 'A dump of this database restores as it is into a database with the same schemas named snowflake or gdid (pgEdge''s extension, yours); if they are gone, create one first, or rename these two back to snowflake and gdid.';
+    END IF;
 END
 $schemas$;
 
@@ -121,7 +125,14 @@ CREATE VIEW snowflake_sequences AS
            s.lease_extensions, c.oid::pg_catalog.regclass AS relation
       FROM pg_catalog.pg_class c
      CROSS JOIN LATERAL @extschema@.snowflake_sequence_state(c.oid::pg_catalog.regclass) s
-     WHERE c.relnamespace OPERATOR(pg_catalog.=) 'snowflake'::pg_catalog.regnamespace
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) ANY (
+           SELECT d.objid FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) d.objid
+            WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass
+              AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+              AND d.deptype OPERATOR(pg_catalog.=) 'e'
+              AND d.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension e
+                                                     WHERE e.extname OPERATOR(pg_catalog.=) 'snowflake_id')
+              AND n.nspname OPERATOR(pg_catalog.=) ANY (ARRAY['snowflake', 'snowflake_seq']))
        AND c.relkind OPERATOR(pg_catalog.=) 'S';
 GRANT SELECT ON snowflake_sequences TO PUBLIC;
 COMMENT ON VIEW snowflake_sequences IS
@@ -142,7 +153,14 @@ CREATE VIEW gdid_sequences AS
            s.lease_extensions, c.oid::pg_catalog.regclass AS relation
       FROM pg_catalog.pg_class c
      CROSS JOIN LATERAL @extschema@.gdid_sequence_state(c.oid::pg_catalog.regclass) s
-     WHERE c.relnamespace OPERATOR(pg_catalog.=) 'gdid'::pg_catalog.regnamespace
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) ANY (
+           SELECT d.objid FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) d.objid
+            WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass
+              AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+              AND d.deptype OPERATOR(pg_catalog.=) 'e'
+              AND d.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension e
+                                                     WHERE e.extname OPERATOR(pg_catalog.=) 'snowflake_id')
+              AND n.nspname OPERATOR(pg_catalog.=) ANY (ARRAY['gdid', 'snowflake_gdid_seq']))
        AND c.relkind OPERATOR(pg_catalog.=) 'S';
 GRANT SELECT ON gdid_sequences TO PUBLIC;
 COMMENT ON VIEW gdid_sequences IS

@@ -34,13 +34,99 @@ CREATE OR REPLACE VIEW gdid_sequences AS
        AND c.relkind OPERATOR(pg_catalog.=) 'S';
 
 -- Drivers that know no gdid (its OID differs per database) send one as text typed text or
--- varchar: JDBC's setString, an ORM's String column, TypeORM. Implicit, so that comparisons,
--- INSERT and UPDATE take it as they take a literal, and an index on the column serves. No
--- query that resolved before resolves otherwise: text is the preferred type of its category,
--- so a text or varchar argument still picks text's operator or function wherever one exists
--- (pg_regress gdid_text_params).
-CREATE CAST (text AS gdid) WITH INOUT AS IMPLICIT;
-CREATE CAST (varchar AS gdid) WITH INOUT AS IMPLICIT;
+-- varchar: JDBC's setString, an ORM's String column, a driver's text parameter. The casts let
+-- INSERT and UPDATE store it (assignment), and the operators below compare a gdid with it
+-- (varchar reaches them as text): each is an SQL function that the planner inlines into the
+-- gdid comparison with the text cast to gdid, so that an index on the column serves `id = $1`
+-- as it serves a literal. No implicit cast: with one, a function overloaded for gdid and for
+-- varchar, name or regclass became ambiguous (42725) for a text argument, or chose another
+-- overload; these operators only ever meet a gdid (pg_regress gdid_text_params).
+CREATE CAST (text AS gdid) WITH INOUT AS ASSIGNMENT;
+CREATE CAST (varchar AS gdid) WITH INOUT AS ASSIGNMENT;
+CREATE FUNCTION gdid_eq_text(gdid, text) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql AS $$ SELECT $1 OPERATOR(@extschema@.=) $2::@extschema@.gdid $$;
+CREATE FUNCTION text_eq_gdid(text, gdid) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql AS $$ SELECT $1::@extschema@.gdid OPERATOR(@extschema@.=) $2 $$;
+CREATE FUNCTION gdid_ne_text(gdid, text) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql AS $$ SELECT $1 OPERATOR(@extschema@.<>) $2::@extschema@.gdid $$;
+CREATE FUNCTION text_ne_gdid(text, gdid) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql AS $$ SELECT $1::@extschema@.gdid OPERATOR(@extschema@.<>) $2 $$;
+CREATE FUNCTION gdid_lt_text(gdid, text) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql AS $$ SELECT $1 OPERATOR(@extschema@.<) $2::@extschema@.gdid $$;
+CREATE FUNCTION text_lt_gdid(text, gdid) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql AS $$ SELECT $1::@extschema@.gdid OPERATOR(@extschema@.<) $2 $$;
+CREATE FUNCTION gdid_le_text(gdid, text) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql AS $$ SELECT $1 OPERATOR(@extschema@.<=) $2::@extschema@.gdid $$;
+CREATE FUNCTION text_le_gdid(text, gdid) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql AS $$ SELECT $1::@extschema@.gdid OPERATOR(@extschema@.<=) $2 $$;
+CREATE FUNCTION gdid_gt_text(gdid, text) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql AS $$ SELECT $1 OPERATOR(@extschema@.>) $2::@extschema@.gdid $$;
+CREATE FUNCTION text_gt_gdid(text, gdid) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql AS $$ SELECT $1::@extschema@.gdid OPERATOR(@extschema@.>) $2 $$;
+CREATE FUNCTION gdid_ge_text(gdid, text) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql AS $$ SELECT $1 OPERATOR(@extschema@.>=) $2::@extschema@.gdid $$;
+CREATE FUNCTION text_ge_gdid(text, gdid) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql AS $$ SELECT $1::@extschema@.gdid OPERATOR(@extschema@.>=) $2 $$;
+CREATE OPERATOR = (
+    LEFTARG = gdid, RIGHTARG = text, FUNCTION = gdid_eq_text,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel
+);
+CREATE OPERATOR = (
+    LEFTARG = text, RIGHTARG = gdid, FUNCTION = text_eq_gdid,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel
+);
+CREATE OPERATOR <> (
+    LEFTARG = gdid, RIGHTARG = text, FUNCTION = gdid_ne_text,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR <> (
+    LEFTARG = text, RIGHTARG = gdid, FUNCTION = text_ne_gdid,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR < (
+    LEFTARG = gdid, RIGHTARG = text, FUNCTION = gdid_lt_text,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR < (
+    LEFTARG = text, RIGHTARG = gdid, FUNCTION = text_lt_gdid,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR <= (
+    LEFTARG = gdid, RIGHTARG = text, FUNCTION = gdid_le_text,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR <= (
+    LEFTARG = text, RIGHTARG = gdid, FUNCTION = text_le_gdid,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR > (
+    LEFTARG = gdid, RIGHTARG = text, FUNCTION = gdid_gt_text,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+CREATE OPERATOR > (
+    LEFTARG = text, RIGHTARG = gdid, FUNCTION = text_gt_gdid,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+CREATE OPERATOR >= (
+    LEFTARG = gdid, RIGHTARG = text, FUNCTION = gdid_ge_text,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
+CREATE OPERATOR >= (
+    LEFTARG = text, RIGHTARG = gdid, FUNCTION = text_ge_gdid,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
 
 -- ============================================================================================
 -- Issue 34: claimed numbers keep the registry's secrets and outlive its outages. The registry's

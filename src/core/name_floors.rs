@@ -87,6 +87,23 @@ impl NameFloors {
         Ok(())
     }
 
+    /// Sets the floor of `key` to `value`, lower or higher: at a rollback, to exactly what was
+    /// handed out under the leases the floor had been raised to.
+    pub fn set(&mut self, key: &FloorKey, value: i64) {
+        if let Some(e) = self.entries.iter_mut().find(|e| e.is(key)) {
+            e.value = value;
+        }
+    }
+
+    /// Forgets the floors of databases for which `gone` is true (dropped since).
+    pub fn forget_databases(&mut self, gone: impl Fn(u32) -> bool) {
+        for e in self.entries.iter_mut().filter(|e| e.kind != 0) {
+            if gone(e.db) {
+                e.kind = 0;
+            }
+        }
+    }
+
     /// Forgets `key`: the relation that took its leases was committed, and holds them.
     pub fn forget(&mut self, key: &FloorKey) {
         if let Some(e) = self.entries.iter_mut().find(|e| e.is(key)) {
@@ -136,9 +153,29 @@ mod tests {
             assert_eq!(t.floor(&other), None, "{other:?}");
         }
         assert_eq!(names(&t), 1);
+        t.set(&orders, 120);
+        assert_eq!(
+            t.floor(&orders),
+            Some(120),
+            "brought down to what was handed out"
+        );
         t.forget(&orders);
         assert_eq!(t.floor(&orders), None);
         assert_eq!(names(&t), 0);
+        t.set(&orders, 5);
+        assert_eq!(t.floor(&orders), None, "set never makes an entry");
+    }
+
+    #[test]
+    fn the_floors_of_dropped_databases_go() {
+        let mut t = empty();
+        for db in 1..=4 {
+            t.record(&key(db, Kind::Gdid, "s/x"), 10).unwrap();
+        }
+        t.forget_databases(|db| db % 2 == 0);
+        assert_eq!(names(&t), 2);
+        assert_eq!(t.floor(&key(1, Kind::Gdid, "s/x")), Some(10));
+        assert_eq!(t.floor(&key(2, Kind::Gdid, "s/x")), None);
     }
 
     #[test]

@@ -95,7 +95,7 @@ fn adopt() -> i32 {
             Kind::Gdid => lease::gdid_to_value(rec.lease),
         };
         if durable::read(relid).is_none_or(|v| v < value) {
-            durable::write_and_flush(kind, relid, value);
+            durable::write_and_flush(relid, value);
         }
         adopted += 1;
     }
@@ -106,8 +106,15 @@ fn adopt() -> i32 {
     for domain in domains {
         defaults::bind_domain(domain, &server.layout, Making::ByTheUpdate);
     }
-    let grant = CString::new("GRANT USAGE ON ALL SEQUENCES IN SCHEMA snowflake, gdid TO PUBLIC")
-        .expect("no NUL");
+    // The extension's two schemas, as they are named here (never a user's of the other name).
+    let mut grant = b"GRANT USAGE ON ALL SEQUENCES IN SCHEMA ".to_vec();
+    grant.extend_from_slice(&catalog::quoted_schema(
+        catalog::schema(Kind::Snowflake).name,
+    ));
+    grant.extend_from_slice(b", ");
+    grant.extend_from_slice(&catalog::quoted_schema(catalog::schema(Kind::Gdid).name));
+    grant.extend_from_slice(b" TO PUBLIC");
+    let grant = CString::new(grant).expect("no NUL");
     catalog::outside_extension(|| spi::connect(|conn| conn.execute(&grant)));
     adopted
 }

@@ -83,14 +83,14 @@ pub unsafe fn reset_in_this_transaction(rel: pg_sys::Relation) -> bool {
     }
 }
 
-/// Whether relation `rel` was made by the current transaction (or one of its
-/// subtransactions).
+/// The subtransaction of the current transaction that made relation `rel`, if one did.
 ///
 /// # Safety
 /// `rel` is an open relation.
-pub unsafe fn made_in_this_transaction(rel: pg_sys::Relation) -> bool {
+pub unsafe fn made_in_this_transaction(rel: pg_sys::Relation) -> Option<pg_sys::SubTransactionId> {
     // SAFETY: a field of an open relation; InvalidSubTransactionId is 0.
-    unsafe { (*rel).rd_createSubid != 0 }
+    let subid = unsafe { (*rel).rd_createSubid };
+    (subid != 0).then_some(subid)
 }
 
 /// `index_beginscan`, which 18 gave an instrumentation argument and 19 a bitmask of scan

@@ -61,22 +61,54 @@ pub fn existing_schema(kind: Kind) -> Option<Schema> {
 }
 
 /// The schema holding `kind`'s sequences, or the ERROR for a database whose extension is
-/// older than the library (its sequences still wait for `ALTER EXTENSION ... UPDATE`).
+/// older than the library (its sequences still wait for `ALTER EXTENSION ... UPDATE`), or
+/// whose extension's schemas were renamed.
 pub fn schema(kind: Kind) -> Schema {
     existing_schema(kind).unwrap_or_else(|| {
-        error(
+        let [first, second] = kind.schema_names();
+        let e = error(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!("the extension snowflake_id of this database has no schema for its {kind} sequences"),
-        )
-        .detail(format!(
-            "Since release 0.4.0 every sequence is a PostgreSQL sequence in a schema of the \
-             extension (\"{}\" or \"{}\"); this database's extension is of an earlier \
-             release, or the schema was renamed.",
-            kind.schema_names()[0],
-            kind.schema_names()[1]
-        ))
-        .hint("Run ALTER EXTENSION snowflake_id UPDATE in this database.")
+        );
+        match member_schemas().as_slice() {
+            [] => e
+                .detail(format!(
+                    "Since release 0.4.0 every sequence is a PostgreSQL sequence in a schema of \
+                     the extension (\"{first}\" or \"{second}\"); this database's extension is of \
+                     an earlier release."
+                ))
+                .hint("Run ALTER EXTENSION snowflake_id UPDATE in this database."),
+            renamed => e
+                .detail(format!(
+                    "The extension's schemas are named {}; its {kind} sequences \
+                     are looked for in its schema named \"{first}\" or \"{second}\".",
+                    renamed.join(", ")
+                ))
+                .hint(format!(
+                    "Rename the extension's schema back: ALTER SCHEMA ... RENAME TO {first} (or {second})."
+                )),
+        }
         .raise()
+    })
+}
+
+/// The names of the schemas that belong to the extension, quoted.
+fn member_schemas() -> Vec<String> {
+    let query = c"SELECT pg_catalog.quote_ident(n.nspname)::pg_catalog.text
+                    FROM pg_catalog.pg_depend d
+                    JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) d.objid
+                    JOIN pg_catalog.pg_extension x ON x.oid OPERATOR(pg_catalog.=) d.refobjid
+                   WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass
+                     AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+                     AND d.deptype OPERATOR(pg_catalog.=) 'e'
+                     AND x.extname OPERATOR(pg_catalog.=) 'snowflake_id'
+                   ORDER BY 1";
+    spi::connect(|conn| {
+        let rows = conn.select(query, 0);
+        (0..rows.len())
+            .filter_map(|i| rows.text(i, 1))
+            .map(|b| crate::core::dbtext::DbText(&b).to_string())
+            .collect()
     })
 }
 
@@ -146,6 +178,11 @@ pub fn qualified_name(schema: &[u8], name: &RelationName) -> Vec<u8> {
     q
 }
 
+/// A schema name as an SQL identifier, quoted if it needs it.
+pub fn quoted_schema(schema: &str) -> Vec<u8> {
+    quote_identifier(schema.as_bytes())
+}
+
 /// A name as an SQL identifier, quoted if it needs it, in the database's encoding.
 fn quote_identifier(name: &[u8]) -> Vec<u8> {
     let c = CString::new(name).expect("names hold no NUL");
@@ -200,6 +237,9 @@ pub struct Opened {
     /// rollback would take back, with what was leased under it. (A relation the transaction
     /// made, it may use: see `name_floors`.)
     pub reset_in_this_transaction: bool,
+    /// Made by the current transaction: it may generate only where the transaction made the
+    /// extension's schema too (a first migration, see `name_floors`).
+    pub made_in_this_transaction: bool,
 }
 
 /// Why a relation of a kind's schema cannot be used as a sequence of that kind.
@@ -219,7 +259,7 @@ pub enum NotOurs {
 pub fn open(kind: Kind, relid: Oid) -> Option<Result<Opened, NotOurs>> {
     // SAFETY: RelationIdGetRelation returns NULL for a relation that no longer exists, else
     // an open relcache entry that RelationClose gives back; its rd_rel is its pg_class row.
-    let (filenode, new_here, relkind, persistence) = unsafe {
+    let (filenode, new_here, made_here, relkind, persistence) = unsafe {
         let rel = pg_sys::RelationIdGetRelation(relid);
         if rel.is_null() {
             return None;
@@ -227,6 +267,7 @@ pub fn open(kind: Kind, relid: Oid) -> Option<Result<Opened, NotOurs>> {
         let r = (
             (*(*rel).rd_rel).relfilenode.to_u32(),
             pgcompat::reset_in_this_transaction(rel),
+            pgcompat::made_in_this_transaction(rel).is_some(),
             (*(*rel).rd_rel).relkind as u8,
             (*(*rel).rd_rel).relpersistence as u8,
         );
@@ -267,6 +308,7 @@ pub fn open(kind: Kind, relid: Oid) -> Option<Result<Opened, NotOurs>> {
         filenode,
         layout,
         reset_in_this_transaction: new_here,
+        made_in_this_transaction: made_here,
     }))
 }
 
@@ -344,14 +386,14 @@ pub fn described(kind: Kind, relid: Oid) -> String {
     }
 }
 
-/// Whether the current transaction (or one of its subtransactions) made relation `relid`.
-pub fn made_in_this_transaction(relid: Oid) -> bool {
+/// The subtransaction of the current transaction that made relation `relid`, if one did.
+pub fn made_in_this_transaction(relid: Oid) -> Option<pg_sys::SubTransactionId> {
     // SAFETY: RelationIdGetRelation returns NULL for a relation that no longer exists, else
     // an open relcache entry that RelationClose gives back.
     unsafe {
         let rel = pg_sys::RelationIdGetRelation(relid);
         if rel.is_null() {
-            return false;
+            return None;
         }
         let made = pgcompat::made_in_this_transaction(rel);
         pg_sys::RelationClose(rel);

@@ -114,7 +114,7 @@ pub fn make(name: SequenceName<'_>, relname: &RelationName, schema: Schema, layo
 /// `pg_advisory_xact_lock` takes one) keyed by the kind and the name, with a `field4` of its
 /// own ([`CREATION_LOCK_CLASS`]) so that it never meets a user's advisory lock. It is taken
 /// without queueing in the lock manager: a session that finds it held polls for it, in
-/// steps of a millisecond that a cancel or `statement_timeout` ends, and gives up with 55P03
+/// sleeps of 1 to 16 ms that a cancel or `statement_timeout` ends, and gives up with 55P03
 /// after `lock_timeout` as a lock wait would. A wait in the lock manager would be seen by
 /// Citus's distributed deadlock detector, for which the shard tasks of one distributed
 /// statement are one transaction: a task waiting for a sibling task that holds the lock (and
@@ -137,6 +137,9 @@ fn make_once(kind: Kind, relname: &RelationName, schema: Schema, layout: &Layout
     };
     let mode = pg_sys::ExclusiveLock as pg_sys::LOCKMODE;
     let started = std::time::Instant::now();
+    // Back off, from a millisecond to 16: the worker takes milliseconds, but the holder may
+    // be held up (a lock the worker needs, every worker slot taken) for seconds.
+    let mut sleep_ms = 1;
     loop {
         // SAFETY: a lock request that never waits (dontWait); it raises only for an exhausted
         // lock table (53200), as any lock request.
@@ -162,12 +165,13 @@ fn make_once(kind: Kind, relname: &RelationName, schema: Schema, layout: &Layout
             pg_sys::WaitLatch(
                 pg_sys::MyLatch,
                 (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
-                1,
+                sleep_ms,
                 pg_sys::PG_WAIT_EXTENSION,
             );
             pg_sys::ResetLatch(pg_sys::MyLatch);
         }
         pgrx::check_for_interrupts!();
+        sleep_ms = (sleep_ms * 2).min(16);
     }
     // SAFETY: the invalidations of whatever committed while this session waited, as
     // LockRelationOid reads them: a relation another session's worker made is found below.

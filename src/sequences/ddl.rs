@@ -138,6 +138,13 @@ unsafe fn keep_from_citus(stmt: *mut pg_sys::Node, toplevel: bool) -> Run {
     let Some(relid) = (unsafe { sequence_of_ours((*alter).sequence) }) else {
         return Run::Run;
     };
+    // Only what the statement could have done: a role that may not alter the sequence, or a
+    // read-only transaction, gets PostgreSQL's own error from the statement.
+    // SAFETY: plain reads of the current user and a backend-global flag.
+    let (user, read_only) = unsafe { (pg_sys::GetUserId(), pg_sys::XactReadOnly) };
+    if read_only || !crate::pg::pgcompat::class_ownercheck(relid, user) {
+        return Run::Run;
+    }
     let said = error(
         Code::ERRCODE_SUCCESSFUL_COMPLETION,
         format!(

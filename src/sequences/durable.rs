@@ -21,6 +21,7 @@
 use pgrx::pg_sys::{self, Datum, Oid};
 
 use crate::core::identity::Kind;
+use crate::core::registry::Key;
 use crate::pg::shmem::{self, InterruptibleLock};
 use crate::sequences::name_floors;
 
@@ -216,12 +217,17 @@ unsafe fn sequence_value(page: *const u8) -> Result<Option<i64>, ()> {
     }
 }
 
-/// Sets the value of sequence `relid` of `kind` (`setval(relid, value, true)`) and waits until
-/// the WAL record of it is flushed: once this returns, the value survives a crash. If the
-/// current transaction made the relation, the value becomes the floor of its name first (see
-/// `name_floors`): a rollback would take the relation with it.
-pub fn write_and_flush(kind: Kind, relid: Oid, value: i64) {
-    name_floors::before_lease(kind, relid, value);
+/// Extends the lease of the sequence of cache entry `cache`, of `kind`, to `value`: if the
+/// current transaction made the relation, the floor of its name is raised first (see
+/// `name_floors`: a rollback would take the relation with it); then [`write_and_flush`].
+pub fn extend_lease(kind: Kind, cache: Key, value: i64) {
+    name_floors::before_lease(kind, cache, value);
+    write_and_flush(Oid::from(cache.relid), value);
+}
+
+/// Sets the value of sequence `relid` (`setval(relid, value, true)`) and waits until the WAL
+/// record of it is flushed: once this returns, the value survives a crash.
+pub fn write_and_flush(relid: Oid, value: i64) {
     as_superuser(|| {
         // SAFETY: setval3_oid is PostgreSQL's setval(regclass, bigint, boolean), called
         // through its V1 interface with three non-null arguments; it raises an ERROR for a

@@ -64,7 +64,13 @@ pub fn resolve(name: SequenceName<'_>, layout: &Layout, purpose: Purpose) -> Res
         if catalog::find(schema.oid, &relname) != Some(relid) {
             continue;
         }
-        check(name, &opened, layout, purpose);
+        check(
+            name,
+            &opened,
+            schema.new_in_this_transaction,
+            layout,
+            purpose,
+        );
         let key = Key {
             db: lookup::current_db(),
             relid: relid.to_u32(),
@@ -98,7 +104,32 @@ fn lock_for_transaction(relid: Oid) {
     }
 }
 
-fn check(name: SequenceName<'_>, opened: &Opened, layout: &Layout, purpose: Purpose) {
+fn check(
+    name: SequenceName<'_>,
+    opened: &Opened,
+    schema_made_here: bool,
+    layout: &Layout,
+    purpose: Purpose,
+) {
+    // A sequence the transaction made hands values out only in the transaction that made the
+    // extension's schema too (a first migration): there the name keeps a floor should it roll
+    // back (`name_floors`), which is no other role's to plant (CREATE EXTENSION takes a
+    // superuser). Any other, made by hand in the transaction, waits for its commit.
+    if opened.made_in_this_transaction && !schema_made_here {
+        error(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "{} was created in the current transaction",
+                name.described()
+            ),
+        )
+        .detail(
+            "Values it handed out now would come back if the transaction rolled back and the \
+             sequence were made again.",
+        )
+        .hint("Commit the transaction that created it first, or let the name's first use make it.")
+        .raise();
+    }
     if opened.reset_in_this_transaction {
         error(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -263,7 +294,8 @@ pub fn not_ours(name: SequenceName<'_>, relid: Oid, why: NotOurs) -> ! {
              hand, or altered since.",
         )
         .hint(format!(
-            "Drop it; the next use of {} makes one.",
+            "ALTER SEQUENCE {relation} back to the definition snowflake_id gives it (its lease \
+             stays), or drop it where no DEFAULT names it: the next use of {} makes one.",
             name.described()
         ))
         .raise(),

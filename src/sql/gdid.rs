@@ -413,7 +413,7 @@ fn take(
             )
             .raise(),
             Plan::Move(m) => {
-                durable::write_and_flush(Kind::Gdid, r.relid, lease::gdid_to_value(m.lease));
+                durable::extend_lease(Kind::Gdid, r.key, lease::gdid_to_value(m.lease));
                 seq.publish(m, now);
                 seq.slot().touch(now);
             }
@@ -446,7 +446,7 @@ fn advance(name: SequenceName<'_>, past: Gdid) {
         load(seq, &r);
         if let Some(m) = seq.plan_advance(past.era, past.counter()) {
             let now = wallclock::precise_unix_ms();
-            durable::write_and_flush(Kind::Gdid, r.relid, lease::gdid_to_value(m.lease));
+            durable::extend_lease(Kind::Gdid, r.key, lease::gdid_to_value(m.lease));
             seq.publish(m, now);
         }
         return;

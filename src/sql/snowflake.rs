@@ -380,9 +380,9 @@ fn extend_lease(
         .ms_since_epoch(now_unix_ms)
         .unwrap_or(last >> layout.counter_bits);
     let end = seq.lease_target_ms(last, now_ms, bounds);
-    durable::write_and_flush(
+    durable::extend_lease(
         Kind::Snowflake,
-        r.relid,
+        r.key,
         lease::snowflake_to_value(layout.epoch_ms, end),
     );
     seq.publish_lease(end);

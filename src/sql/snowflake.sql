@@ -45,6 +45,10 @@ BEGIN
         EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA %I TO PUBLIC', chosen);
         EXECUTE pg_catalog.format('GRANT CREATE ON SCHEMA %I TO pg_database_owner', chosen);
     END LOOP;
+    IF taken THEN
+        RAISE NOTICE 'a schema "snowflake" or "gdid" is there already: the sequences of snowflake_id go to schemas snowflake_seq and snowflake_gdid_seq'
+            USING HINT = 'A dump of this database restores as it is into a database with the same schemas named snowflake or gdid (pgEdge''s extension, yours); if they are gone, create one first, or rename these two back to snowflake and gdid.';
+    END IF;
 END
 $schemas$;
 

@@ -4,8 +4,8 @@
 # (KEYS_FILL in lib.sh: a run-ahead burst 10 s further ahead, values handed out and never
 # stored above the stored keys, sequences no table names), into servers whose clock is right.
 #
-# 1. The current release on both sides: 15 -> 17, 15 -> 18 and 17 -> 18, each with --link
-#    and with --copy, and from 17 to 18 also with --swap (new in 18). Every sequence is a
+# 1. The current release on both sides: 15 -> 17, 15 -> 18, 17 -> 18 and 18 -> 19, each with
+#    --link and with --copy, and from 17 to 18 and 18 to 19 also with --swap (new in 18). Every sequence is a
 #    relation that pg_upgrade carries with its value (no lease file, no step of the
 #    extension's own): every relation has the value it had, and the defaults continue above
 #    every key and every value handed out before. 18's pg_upgrade also carries a gdid column's
@@ -21,7 +21,7 @@
 # 12's own 15.20 stores an attribute option, pg_attver, on every column, which 17.11 and
 # 18.6 do not know, so that pg_upgrade from it fails at the restore of any database (see
 # docs/versions.md).
-# majors: across (run once, after the pass of every major: it uses 15.18, 17 and 18 itself)
+# majors: across (run once, after the pass of every major: it uses 15.18, 17, 18 and 19 itself)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/../../scripts/pgversions.sh"
@@ -59,7 +59,10 @@ upgrade() {
     as_postgres cp -a "$old/data" "$copy/data"
     # 18's initdb turns data checksums on, which pg_upgrade refuses to mix with an old
     # cluster without them: the new cluster is made as the old one is.
-    [ "$(pg_major_of "$new_bin/pg_config")" -ge 18 ] && initdb_args=--no-data-checksums
+    if [ "$(pg_major_of "$new_bin/pg_config")" -ge 18 ] &&
+        "$old_bin/pg_controldata" "$copy/data" | grep -q '^Data page checksum version: *0$'; then
+        initdb_args=--no-data-checksums
+    fi
     new=$(PG_INITDB_ARGS=$initdb_args PG_BINDIR=$new_bin instance "$name" "${KEYS_SETTINGS[@]}")
     work="$CLUSTER_ROOT/$name.work"
     mkdir -p "$work" && chown postgres: "$work"
@@ -86,20 +89,22 @@ check_upgraded() {
     done
 }
 
-for config in "$PG15_OLD_CONFIG" "$PG17_CONFIG" "$PG18_CONFIG"; do
+for config in "$PG15_OLD_CONFIG" "$PG17_CONFIG" "$PG18_CONFIG" "$PG19_CONFIG"; do
     [ -f "$("$config" --pkglibdir)/snowflake_id.so" ] || fail "snowflake_id is not installed into $config"
 done
 start=$SECONDS
 bin15=$(bindir "$PG15_OLD_CONFIG")
 bin17=$(bindir "$PG17_CONFIG")
 bin18=$(bindir "$PG18_CONFIG")
+bin19=$(bindir "$PG19_CONFIG")
 
 ## 1. The current release on both sides.
 old15=$(old_server old15 "$bin15")
 old17=$(old_server old17 "$bin17")
+old18=$(old_server old18 "$bin18")
 declare -A before
-for old in old15 old17; do
-    case $old in old15) dir=$old15 bin=$bin15 ;; old17) dir=$old17 bin=$bin17 ;; esac
+for old in old15 old17 old18; do
+    case $old in old15) dir=$old15 bin=$bin15 ;; old17) dir=$old17 bin=$bin17 ;; old18) dir=$old18 bin=$bin18 ;; esac
     PG_BINDIR=$bin pg_start "$dir"
     for db in "${dbs[@]}"; do
         before[$old.$db]=$(relations "$bin" "$dir" "$db")
@@ -108,12 +113,12 @@ for old in old15 old17; do
     PG_BINDIR=$bin pg_stop "$dir"
 done
 upgrades=0
-for path in "15 17" "15 18" "17 18"; do
+for path in "15 17" "15 18" "17 18" "18 19"; do
     read -r from to <<<"$path"
-    case $from in 15) old=$old15 old_bin=$bin15 ;; 17) old=$old17 old_bin=$bin17 ;; esac
-    case $to in 17) new_bin=$bin17 ;; 18) new_bin=$bin18 ;; esac
+    case $from in 15) old=$old15 old_bin=$bin15 ;; 17) old=$old17 old_bin=$bin17 ;; 18) old=$old18 old_bin=$bin18 ;; esac
+    case $to in 17) new_bin=$bin17 ;; 18) new_bin=$bin18 ;; 19) new_bin=$bin19 ;; esac
     modes=(--link --copy)
-    [ "$from" = 17 ] && [ "$to" = 18 ] && modes+=(--swap)
+    [ "$to" -ge 18 ] && [ "$from" != 15 ] && modes+=(--swap)
     for mode in "${modes[@]}"; do
         name="${from}_to_${to}${mode/--/_}"
         t0=$SECONDS

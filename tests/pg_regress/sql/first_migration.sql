@@ -54,6 +54,60 @@ SELECT min(id) > :last_order AS orders_above_the_rolled_back,
        (SELECT min(id) FROM invoices) > :'last_invoice' AS invoices_above_the_rolled_back
   FROM orders;
 
+-- A rolled-back migration that drew a snowflake batch running ahead of the clock and a block
+-- of gdids: the next sequences of the names start above every value handed out. And one
+-- rolled back to a savepoint: the same, within the transaction.
+CREATE DATABASE snowflake_first_migration_batch;
+\c snowflake_first_migration_batch
+BEGIN;
+CREATE EXTENSION snowflake_id;
+SELECT max(id) AS batch_last FROM snowflake_next_batch('orders', 100000) id \gset
+SELECT max(g) AS block_last FROM gdid_next_block('billing', 'invoices', 5000) g \gset
+ROLLBACK;
+BEGIN;
+CREATE EXTENSION snowflake_id;
+SELECT snowflake_next('orders') > :batch_last AS above_the_batch,
+       gdid_next('billing', 'invoices') > :'block_last' AS above_the_block;
+SAVEPOINT s;
+SELECT gdid_next('shop', 'carts') AS in_the_savepoint \gset
+ROLLBACK TO SAVEPOINT s;
+SELECT gdid_next('shop', 'carts') > :'in_the_savepoint' AS above_after_the_savepoint;
+COMMIT;
+
+-- A migration rolled back again and again (a test suite that rolls back after each test)
+-- starts each time where the clock is: its name's floor is what it handed out, not the lease
+-- it took (a window ahead of the clock), so the runs do not push it ahead, neither whole
+-- rollbacks nor savepoints.
+CREATE DATABASE snowflake_first_migration_again_and_again;
+\c snowflake_first_migration_again_and_again
+\set ECHO none
+SELECT $m$BEGIN; CREATE EXTENSION snowflake_id;
+  CREATE TABLE orders (id snowflake PRIMARY KEY DEFAULT snowflake_next('orders'), item text);
+  CREATE TABLE invoices (id gdid PRIMARY KEY DEFAULT gdid_next('billing', 'invoices'), item text);
+  INSERT INTO orders (item) VALUES ('seed'); INSERT INTO invoices (item) VALUES ('seed'); ROLLBACK$m$
+  FROM generate_series(1, 15) \gexec
+\set ECHO all
+BEGIN;
+CREATE EXTENSION snowflake_id;
+CREATE TABLE orders (id snowflake PRIMARY KEY DEFAULT snowflake_next('orders'), item text);
+CREATE TABLE invoices (id gdid PRIMARY KEY DEFAULT gdid_next('billing', 'invoices'), item text);
+DO $$
+BEGIN
+    FOR i IN 1..15 LOOP
+        BEGIN
+            CREATE TABLE carts (id snowflake PRIMARY KEY DEFAULT snowflake_next('carts'));
+            INSERT INTO carts DEFAULT VALUES;
+            RAISE EXCEPTION 'roll back to the savepoint';
+        EXCEPTION WHEN raise_exception THEN
+        END;
+    END LOOP;
+END $$;
+INSERT INTO orders (item) VALUES ('after 15 rollbacks');
+INSERT INTO invoices (item) VALUES ('after 15 rollbacks') RETURNING id;
+SELECT snowflake_timestamp(snowflake_next('carts')) - clock_timestamp() < interval '1 second' AS carts_near_the_clock;
+COMMIT;
+SELECT snowflake_timestamp(id) - clock_timestamp() < interval '1 second' AS near_the_clock FROM orders;
+
 -- ALTER SEQUENCE ... RESTART in a migration: a sequence given new storage hands nothing out in
 -- the transaction that restarted it (a rollback would bring the earlier lease back, below
 -- what it handed out). Committed, the restarted sequence is fresh, and continues above the
@@ -73,3 +127,5 @@ SELECT count(*) = count(DISTINCT id) AS all_distinct,
 \c :regress_db
 DROP DATABASE snowflake_first_migration;
 DROP DATABASE snowflake_first_migration_again;
+DROP DATABASE snowflake_first_migration_batch;
+DROP DATABASE snowflake_first_migration_again_and_again;

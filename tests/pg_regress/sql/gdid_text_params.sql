@@ -1,7 +1,8 @@
 -- A driver that knows no gdid (its OID differs in each database) sends one as text, typed text
--- or varchar: JDBC's setString, SQLAlchemy's String, TypeORM's varchar. The implicit casts
--- from text and varchar make INSERT, UPDATE and every comparison take it as they take a
--- literal; PREPARE with typed parameters is what those drivers send.
+-- or varchar: JDBC's setString, SQLAlchemy's String, TypeORM's varchar. The assignment casts
+-- from text and varchar let INSERT and UPDATE store it, and the comparison operators between
+-- gdid and text (varchar reaches them as text) compare it as a literal, through the column's
+-- index; PREPARE with typed parameters is what those drivers send.
 CREATE TABLE tp (id gdid PRIMARY KEY, note varchar, t text);
 PREPARE ins(varchar, varchar) AS INSERT INTO tp (id, note) VALUES ($1, $2) RETURNING id;
 EXECUTE ins('1:2:3', 'three');
@@ -21,7 +22,8 @@ PREPARE any_of(text[]) AS SELECT id FROM tp WHERE id = ANY ($1) ORDER BY id;
 EXECUTE any_of('{1:2:3,1:2:5}');
 PREPARE del(text) AS DELETE FROM tp WHERE id = $1 RETURNING id;
 EXECUTE del('0x000000010000000000000007');
--- The index serves a parameter typed varchar: the cast runs once, on the parameter.
+-- The index serves a parameter typed varchar: the operator's SQL function is inlined into the
+-- gdid comparison, and the cast runs once, on the parameter.
 SET enable_seqscan = off;
 EXPLAIN (COSTS OFF) EXECUTE sel('1:2:3');
 SET plan_cache_mode = force_generic_plan;
@@ -60,6 +62,20 @@ SELECT id FROM tp UNION SELECT t FROM tp;
 \echo :LAST_ERROR_SQLSTATE
 SELECT coalesce(id, t) FROM tp;
 \echo :LAST_ERROR_SQLSTATE
+-- No cast from text or varchar to gdid is implicit, so a function overloaded for gdid and for
+-- a string or OID type resolves a text or varchar argument as without the extension.
+CREATE FUNCTION tp_f(varchar) RETURNS text LANGUAGE sql AS $$ SELECT 'varchar' $$;
+CREATE FUNCTION tp_f(gdid) RETURNS text LANGUAGE sql AS $$ SELECT 'gdid' $$;
+CREATE FUNCTION tp_g(regclass) RETURNS text LANGUAGE sql AS $$ SELECT 'regclass' $$;
+CREATE FUNCTION tp_g(gdid) RETURNS text LANGUAGE sql AS $$ SELECT 'gdid' $$;
+CREATE FUNCTION tp_h(name) RETURNS text LANGUAGE sql AS $$ SELECT 'name' $$;
+CREATE FUNCTION tp_h(gdid) RETURNS text LANGUAGE sql AS $$ SELECT 'gdid' $$;
+CREATE FUNCTION tp_p(regclass, name) RETURNS text LANGUAGE sql AS $$ SELECT 'regclass, name' $$;
+CREATE FUNCTION tp_p(gdid, text) RETURNS text LANGUAGE sql AS $$ SELECT 'gdid, text' $$;
+SELECT tp_f('tp'::text) AS f_text, tp_f('a' || 'b') AS f_concat, tp_g('tp'::text) AS g_text,
+       tp_h('tp'::varchar) AS h_varchar, tp_p('tp'::text, 'x'::text) AS p_text_text;
+DROP FUNCTION tp_f(varchar), tp_f(gdid), tp_g(regclass), tp_g(gdid), tp_h(name), tp_h(gdid),
+    tp_p(regclass, name), tp_p(gdid, text);
 -- A function overloaded for text and gdid takes a text or varchar argument as text.
 CREATE FUNCTION tp_which(text) RETURNS text LANGUAGE sql AS $$ SELECT 'text' $$;
 CREATE FUNCTION tp_which(gdid) RETURNS text LANGUAGE sql AS $$ SELECT 'gdid' $$;
