@@ -263,8 +263,10 @@ done
 open_session waiter "$db"
 waiter_pid=$(session_pid waiter)
 send waiter "SELECT 'waiter ' || snowflake_next('by_hand');"
+# It waits outside the lock manager (see sequences/creator.rs): the wait event is the
+# extension's.
 wait_until 10 "the waiter to wait for the name's lock" \
-    sql_is "$db" "SELECT wait_event_type || ' ' || wait_event FROM pg_stat_activity WHERE pid = $waiter_pid" "Lock advisory"
+    sql_is "$db" "SELECT wait_event_type || ' ' || wait_event FROM pg_stat_activity WHERE pid = $waiter_pid" "Extension Extension"
 expect "$db" "SELECT pg_cancel_backend($waiter_pid)" t
 wait_until 10 "the cancel" grep -q 'ERROR:  canceling statement due to user request' "$CLUSTER_ROOT/waiter.out"
 echo "ok: lock_timeout, statement_timeout and pg_cancel_backend ended waits for another session's making of a name"
