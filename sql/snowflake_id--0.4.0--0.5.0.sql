@@ -130,12 +130,22 @@ CREATE OPERATOR >= (
 
 -- ============================================================================================
 -- Issue 34: claimed numbers keep the registry's secrets and outlive its outages. The registry's
--- functions lock no table (a grantee's open transaction cannot stop other holders' renewals),
+-- table is out of every role's reach but its functions', which lock no table (a grantee's open
+-- transaction cannot stop other holders' renewals),
 -- bound their arguments (22023), and a release that names the lease it ends frees the number
 -- once its hold has passed (a server's shutdown, snowflake_node_detach()). Grant the new
 -- release to the claiming role as the others: GRANT EXECUTE ON FUNCTION
 -- snowflake_registry_release(text, text, text, integer, interval, bigint) TO claims.
 -- ============================================================================================
+
+-- The table moves into a schema of its own, which no role may use but the functions' owner:
+-- a role that can name it can queue a lock on it (PREPARE of an UPDATE, CREATE RULE), behind
+-- which every renewal would wait.
+CREATE SCHEMA snowflake_id_registry;
+COMMENT ON SCHEMA snowflake_id_registry IS
+    'The claims of snowflake_id''s registry, reached only through its functions';
+REVOKE ALL ON SCHEMA snowflake_id_registry FROM PUBLIC;
+ALTER TABLE snowflake_registry SET SCHEMA snowflake_id_registry;
 
 CREATE OR REPLACE FUNCTION snowflake_registry_claim(
         kind text, registry_group text, holder text, max_number integer,
@@ -144,19 +154,15 @@ CREATE OR REPLACE FUNCTION snowflake_registry_claim(
         OUT registry text)
     VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
-    -- It waits only where the rules above do not skip (a row being inserted by a session
-    -- that does not use this function): briefly, then it fails and the holder tries again.
-    SET lock_timeout = '1s'
+    -- It waits only where the rules above do not skip: briefly, then it skips the number, or
+    -- fails and the holder tries again.
+    SET lock_timeout = '100ms'
     LANGUAGE plpgsql AS $claim$
 DECLARE
     mine record;
     held text;
     candidate integer;
     taken boolean := false;
-    -- The advisory locks of this group's numbers: a key per kind and group, the number.
-    lock_class integer := pg_catalog.hashtext(
-        'snowflake_registry ' OPERATOR(pg_catalog.||) snowflake_registry_claim.kind
-        OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) snowflake_registry_claim.registry_group);
 BEGIN
     IF kind NOT IN ('node', 'authority') THEN
         RAISE EXCEPTION 'unknown kind of number "%"', kind USING ERRCODE = '22023';
@@ -166,8 +172,12 @@ BEGIN
         RAISE EXCEPTION 'max_number % is outside the % numbers (0 .. %)', max_number, kind,
             (CASE kind WHEN 'node' THEN 8191 ELSE 15 END) USING ERRCODE = '22023';
     END IF;
-    IF lease OPERATOR(pg_catalog.<=) interval '0' OR lease OPERATOR(pg_catalog.>) interval '1 day'
-       OR hold_after OPERATOR(pg_catalog.<) interval '0' OR hold_after OPERATOR(pg_catalog.>) interval '1 day' THEN
+    -- Compared as the moments they give (an interval's months are calendar months when added,
+    -- 30 days when compared).
+    IF (pg_catalog.now() OPERATOR(pg_catalog.+) lease) OPERATOR(pg_catalog.<=) pg_catalog.now()
+       OR (pg_catalog.now() OPERATOR(pg_catalog.+) lease) OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.+) interval '1 day')
+       OR (pg_catalog.now() OPERATOR(pg_catalog.+) hold_after) OPERATOR(pg_catalog.<) pg_catalog.now()
+       OR (pg_catalog.now() OPERATOR(pg_catalog.+) hold_after) OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.+) interval '1 day') THEN
         RAISE EXCEPTION 'invalid claim parameters'
             USING ERRCODE = '22023', DETAIL = 'A lease above 0 and a hold of 0 or more, each at most a day.';
     END IF;
@@ -188,7 +198,7 @@ BEGIN
     -- The same server again (a restart of its worker): nobody else may have held the number
     -- since. Its own row only (the holder's name has a secret part).
     SELECT r.number, r.era_floor INTO mine
-      FROM @extschema@.snowflake_registry r
+      FROM snowflake_id_registry.snowflake_registry r
      WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
        AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
        AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_claim.holder
@@ -198,7 +208,7 @@ BEGIN
     IF FOUND THEN
         number := mine.number;
         era_floor := mine.era_floor;
-        UPDATE @extschema@.snowflake_registry r
+        UPDATE snowflake_id_registry.snowflake_registry r
            SET renewed_at = pg_catalog.now(), lease_until = snowflake_registry_claim.lease_until,
                -- Never earlier than before: values the holder made under the longer hold of
                -- an earlier claim or renewal may still be ahead of its clock.
@@ -217,9 +227,15 @@ BEGIN
     era_floor := 0;
     IF snowflake_registry_claim.kind OPERATOR(pg_catalog.=) 'authority' THEN
         SELECT COALESCE(max(r.era_floor) OPERATOR(pg_catalog.+) 1, 0) INTO era_floor
-          FROM @extschema@.snowflake_registry r
+          FROM snowflake_id_registry.snowflake_registry r
          WHERE r.kind OPERATOR(pg_catalog.=) 'authority'
            AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group;
+        -- A gdid's era is 32 bits: past the last one, no new holder can be kept apart.
+        IF era_floor OPERATOR(pg_catalog.>) 4294967295 THEN
+            RAISE EXCEPTION 'every era of group "%" has been used', snowflake_registry_claim.registry_group
+                USING ERRCODE = '53400',
+                      HINT = 'Use another snowflake.registry_group, or registry, for gdid authorities.';
+        END IF;
     END IF;
 
     -- The lowest number nobody may use, as far as this statement sees: taken if nobody else
@@ -227,7 +243,7 @@ BEGIN
     FOR candidate IN
         SELECT n FROM pg_catalog.generate_series(0, max_number) n
          WHERE NOT EXISTS (
-                   SELECT FROM @extschema@.snowflake_registry r
+                   SELECT FROM snowflake_id_registry.snowflake_registry r
                     WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
                       AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
                       AND r.number OPERATOR(pg_catalog.=) n
@@ -235,34 +251,39 @@ BEGIN
          ORDER BY n
     LOOP
         IF NOT EXISTS (
-               SELECT FROM @extschema@.snowflake_registry r
+               SELECT FROM snowflake_id_registry.snowflake_registry r
                 WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
                   AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
                   AND r.number OPERATOR(pg_catalog.=) candidate) THEN
-            -- No row yet: insert one, unless another claim is inserting it.
-            CONTINUE WHEN NOT pg_catalog.pg_try_advisory_xact_lock(lock_class, candidate);
-            INSERT INTO @extschema@.snowflake_registry AS r
-                   (kind, registry_group, number, holder, claimed_at, renewed_at, lease_until,
-                    reusable_after, era_floor, released)
-            VALUES (snowflake_registry_claim.kind, snowflake_registry_claim.registry_group,
-                    candidate, snowflake_registry_claim.holder, pg_catalog.now(), pg_catalog.now(),
-                    snowflake_registry_claim.lease_until,
-                    snowflake_registry_claim.lease_until OPERATOR(pg_catalog.+) hold_after,
-                    snowflake_registry_claim.era_floor, false)
-            ON CONFLICT ON CONSTRAINT snowflake_registry_pkey DO NOTHING;
-            taken := FOUND;
+            -- No row yet: insert one. Where another claim is inserting it (and has not
+            -- committed), the insert waits for that claim, up to lock_timeout: then the
+            -- number is skipped.
+            BEGIN
+                INSERT INTO snowflake_id_registry.snowflake_registry AS r
+                       (kind, registry_group, number, holder, claimed_at, renewed_at, lease_until,
+                        reusable_after, era_floor, released)
+                VALUES (snowflake_registry_claim.kind, snowflake_registry_claim.registry_group,
+                        candidate, snowflake_registry_claim.holder, pg_catalog.now(), pg_catalog.now(),
+                        snowflake_registry_claim.lease_until,
+                        snowflake_registry_claim.lease_until OPERATOR(pg_catalog.+) hold_after,
+                        snowflake_registry_claim.era_floor, false)
+                ON CONFLICT ON CONSTRAINT snowflake_registry_pkey DO NOTHING;
+                taken := FOUND;
+            EXCEPTION WHEN lock_not_available THEN
+                CONTINUE;
+            END;
         END IF;
         IF NOT taken THEN
             -- A row of a number nobody may use any more (its holder's lease and the hold
             -- after it have passed): take it over, unless another claim has it locked.
-            PERFORM FROM @extschema@.snowflake_registry r
+            PERFORM FROM snowflake_id_registry.snowflake_registry r
               WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
                 AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
                 AND r.number OPERATOR(pg_catalog.=) candidate
                 AND r.reusable_after OPERATOR(pg_catalog.<) pg_catalog.now()
                 FOR UPDATE SKIP LOCKED;
             IF FOUND THEN
-                UPDATE @extschema@.snowflake_registry r
+                UPDATE snowflake_id_registry.snowflake_registry r
                    SET holder = snowflake_registry_claim.holder, claimed_at = pg_catalog.now(),
                        renewed_at = pg_catalog.now(), lease_until = snowflake_registry_claim.lease_until,
                        reusable_after = GREATEST(r.reusable_after,
@@ -284,7 +305,7 @@ BEGIN
                                          pg_catalog.split_part(r.holder, ' #', 1)),
                                      ', ' ORDER BY r.number)
           INTO held
-          FROM (SELECT * FROM @extschema@.snowflake_registry r
+          FROM (SELECT * FROM snowflake_id_registry.snowflake_registry r
                  WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
                    AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
                  ORDER BY r.number LIMIT 8) r;
@@ -296,7 +317,7 @@ BEGIN
                   HINT = 'A number comes free when its holder gives it back (snowflake_node_detach) or its lease has passed; or use another snowflake.registry_group for servers whose values never meet.';
     END IF;
     -- A holder that moves to another number gives up the one it had.
-    UPDATE @extschema@.snowflake_registry r SET released = true
+    UPDATE snowflake_id_registry.snowflake_registry r SET released = true
      WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
        AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
        AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_claim.holder
@@ -313,8 +334,12 @@ CREATE OR REPLACE FUNCTION snowflake_registry_renew(
     SET search_path = pg_catalog, pg_temp
     LANGUAGE plpgsql AS $renew$
 BEGIN
-    IF lease OPERATOR(pg_catalog.<=) interval '0' OR lease OPERATOR(pg_catalog.>) interval '1 day'
-       OR hold_after OPERATOR(pg_catalog.<) interval '0' OR hold_after OPERATOR(pg_catalog.>) interval '1 day' THEN
+    -- Compared as the moments they give (an interval's months are calendar months when added,
+    -- 30 days when compared).
+    IF (pg_catalog.now() OPERATOR(pg_catalog.+) lease) OPERATOR(pg_catalog.<=) pg_catalog.now()
+       OR (pg_catalog.now() OPERATOR(pg_catalog.+) lease) OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.+) interval '1 day')
+       OR (pg_catalog.now() OPERATOR(pg_catalog.+) hold_after) OPERATOR(pg_catalog.<) pg_catalog.now()
+       OR (pg_catalog.now() OPERATOR(pg_catalog.+) hold_after) OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.+) interval '1 day') THEN
         RAISE EXCEPTION 'invalid renewal parameters'
             USING ERRCODE = '22023', DETAIL = 'A lease above 0 and a hold of 0 or more, each at most a day.';
     END IF;
@@ -325,7 +350,7 @@ BEGIN
                 (SELECT d.oid::text FROM pg_catalog.pg_database d
                   WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
                 OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) pg_catalog.current_database();
-    UPDATE @extschema@.snowflake_registry r
+    UPDATE snowflake_id_registry.snowflake_registry r
        SET renewed_at = pg_catalog.now(),
            lease_until = pg_catalog.now() OPERATOR(pg_catalog.+) snowflake_registry_renew.lease,
            reusable_after = GREATEST(r.reusable_after,
@@ -346,11 +371,12 @@ CREATE OR REPLACE FUNCTION snowflake_registry_release(
     SET search_path = pg_catalog, pg_temp
     LANGUAGE plpgsql AS $release$
 BEGIN
-    IF hold_after OPERATOR(pg_catalog.<) interval '0' OR hold_after OPERATOR(pg_catalog.>) interval '1 day' THEN
+    IF (pg_catalog.now() OPERATOR(pg_catalog.+) hold_after) OPERATOR(pg_catalog.<) pg_catalog.now()
+       OR (pg_catalog.now() OPERATOR(pg_catalog.+) hold_after) OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.+) interval '1 day') THEN
         RAISE EXCEPTION 'invalid release parameters'
             USING ERRCODE = '22023', DETAIL = 'A hold of 0 or more, at most a day.';
     END IF;
-    UPDATE @extschema@.snowflake_registry r
+    UPDATE snowflake_id_registry.snowflake_registry r
        SET released = true,
            lease_until = LEAST(r.lease_until, pg_catalog.now()),
            reusable_after = GREATEST(r.reusable_after,
@@ -372,11 +398,12 @@ CREATE FUNCTION snowflake_registry_release(
     SET search_path = pg_catalog, pg_temp
     LANGUAGE plpgsql AS $release$
 BEGIN
-    IF hold_after OPERATOR(pg_catalog.<) interval '0' OR hold_after OPERATOR(pg_catalog.>) interval '1 day' THEN
+    IF (pg_catalog.now() OPERATOR(pg_catalog.+) hold_after) OPERATOR(pg_catalog.<) pg_catalog.now()
+       OR (pg_catalog.now() OPERATOR(pg_catalog.+) hold_after) OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.+) interval '1 day') THEN
         RAISE EXCEPTION 'invalid release parameters'
             USING ERRCODE = '22023', DETAIL = 'A hold of 0 or more, at most a day.';
     END IF;
-    UPDATE @extschema@.snowflake_registry r
+    UPDATE snowflake_id_registry.snowflake_registry r
        SET released = true,
            lease_until = LEAST(r.lease_until, pg_catalog.now()),
            reusable_after = CASE

@@ -482,9 +482,14 @@ pub struct ConnOption {
 
 impl ConnOption {
     /// Whether libpq shows the option as it is; anything else (a secret, a debug option, a
-    /// display character a later libpq may add) is masked.
+    /// display character a later libpq may add) is masked. So is a database name that reads as
+    /// a connection string itself (`dbname='host=... password=...'`, or a bare word that does):
+    /// libpq expands only the outer string, so such a name is not used as one, but its text
+    /// may hold a password.
     fn shown(&self) -> bool {
         self.dispchar.is_empty()
+            && !(self.keyword == "dbname"
+                && (is_connection_string(self.value.trim_start()) || self.value.contains('=')))
     }
 }
 
@@ -787,17 +792,30 @@ mod tests {
             option("sslpassword", "key pass", "*"),
             option("oauth_client_secret", "s3", "*"),
             option("some_debug", "d", "D"),
+            option("dbname", "host=h password=XYZ1", ""),
+            option("dbname", " postgresql://u:pw@h/db", ""),
         ];
         let shown = shown_conninfo(&options);
         assert_eq!(
             shown,
             "host=reg dbname='my ids' user='o\\'brien' password=******** \
-             sslpassword=******** oauth_client_secret=******** some_debug=********"
+             sslpassword=******** oauth_client_secret=******** some_debug=******** \
+             dbname=******** dbname=********"
         );
-        for secret in ["ab://cd", "key pass", "s3"] {
+        for secret in ["ab://cd", "key pass", "s3", "XYZ1", "pw@"] {
             assert!(!shown.contains(secret), "{shown}");
         }
-        assert_eq!(secrets(&options), ["key pass", "ab://cd", "s3", "d"]);
+        assert_eq!(
+            secrets(&options),
+            [
+                " postgresql://u:pw@h/db",
+                "host=h password=XYZ1",
+                "key pass",
+                "ab://cd",
+                "s3",
+                "d"
+            ]
+        );
     }
 
     #[test]

@@ -420,7 +420,7 @@ impl Worker {
         let outcome = match self.held[i].number {
             Some(number) => {
                 let sql = format!(
-                    "SELECT (pg_catalog.date_part('epoch', lease_until) * 1000)::pg_catalog.int8::pg_catalog.text, registry
+                    "SELECT (pg_catalog.date_part('epoch', lease_until) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8::pg_catalog.text, registry
                        FROM {}.snowflake_registry_renew($1, $2, $3, $4::pg_catalog.int4, $5::pg_catalog.interval, $6::pg_catalog.interval)",
                     self.schema_or_placeholder()
                 );
@@ -453,7 +453,7 @@ impl Worker {
             }
             None => {
                 let sql = format!(
-                    "SELECT number::pg_catalog.text, (pg_catalog.date_part('epoch', lease_until) * 1000)::pg_catalog.int8::pg_catalog.text,
+                    "SELECT number::pg_catalog.text, (pg_catalog.date_part('epoch', lease_until) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8::pg_catalog.text,
                             era_floor::pg_catalog.text, registry
                        FROM {}.snowflake_registry_claim($1, $2, $3, $4::pg_catalog.int4, $5::pg_catalog.interval, $6::pg_catalog.interval)",
                     self.schema_or_placeholder()
@@ -477,7 +477,9 @@ impl Worker {
                     Outcome::Claimed {
                         number: get(0).and_then(|n| n.parse().ok()),
                         lease_end: get(1),
-                        era_floor: get(2).and_then(|e| e.parse().ok()).unwrap_or(0),
+                        // An era floor that is no u32 (the registry's rows altered) is no
+                        // claim: era 0 could meet an earlier holder's gdids.
+                        era_floor: get(2).and_then(|e| e.parse().ok()),
                         registry: get(3),
                     }
                 })
@@ -495,7 +497,7 @@ impl Worker {
             Ok(Outcome::Claimed {
                 number: Some(number),
                 lease_end,
-                era_floor,
+                era_floor: Some(era_floor),
                 registry,
             }) => {
                 if !self.same_registry(registry.as_deref().unwrap_or_default()) {
@@ -519,6 +521,14 @@ impl Worker {
             }
             Ok(Outcome::Claimed { number: None, .. }) => {
                 slot.message.set("the registry answered without a number");
+                self.held[i].due_ms = sent + RETRY_MS;
+            }
+            Ok(Outcome::Claimed {
+                era_floor: None, ..
+            }) => {
+                slot.message.set(
+                    "the registry answered with an era floor that is no era (0 .. 4294967295)",
+                );
                 self.held[i].due_ms = sent + RETRY_MS;
             }
             Ok(Outcome::Renewed {
@@ -721,7 +731,7 @@ enum Outcome {
     Claimed {
         number: Option<u32>,
         lease_end: Option<String>,
-        era_floor: u32,
+        era_floor: Option<u32>,
         registry: Option<String>,
     },
     Renewed {

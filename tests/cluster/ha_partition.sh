@@ -150,13 +150,13 @@ GRANT EXECUTE ON FUNCTION snowflake_registry_claim(text, text, text, integer, in
     snowflake_registry_renew(text, text, text, integer, interval, interval),
     snowflake_registry_release(text, text, text, integer, interval) TO claims;
 -- Every version of every claim, with when the registry wrote it.
-CREATE TABLE claims_history AS SELECT *, clock_timestamp() AS seen FROM snowflake_registry WITH NO DATA;
+CREATE TABLE claims_history AS SELECT *, clock_timestamp() AS seen FROM snowflake_id_registry.snowflake_registry WITH NO DATA;
 CREATE FUNCTION keep_claim() RETURNS trigger LANGUAGE plpgsql SET search_path = public AS $$
 BEGIN
     INSERT INTO claims_history SELECT (NEW).*, clock_timestamp();
     RETURN NULL;
 END $$;
-CREATE TRIGGER keep_claim AFTER INSERT OR UPDATE ON snowflake_registry FOR EACH ROW EXECUTE FUNCTION keep_claim();
+CREATE TRIGGER keep_claim AFTER INSERT OR UPDATE ON snowflake_id_registry.snowflake_registry FOR EACH ROW EXECUTE FUNCTION keep_claim();
 SQL
 REGPORT=$(pg_port_of "$registry")
 REGISTRY="host=$HOST_ADDR port=$REGPORT dbname=postgres user=claims password=claims-secret"
@@ -417,7 +417,7 @@ reg_n1=$(q "SELECT string_agg(kind || ' ' || number || CASE WHEN split_part(hold
                                                           WHEN released THEN ' given back by node1'
                                                           ELSE ' node1''s, its lease ending ' || round(extract(epoch FROM lease_until) - $healed, 1) || ' s after the heal' END,
                                     ', ' ORDER BY kind DESC)
-              FROM snowflake_registry WHERE (kind, number) IN (('node', $n1_node), ('authority', $n1_auth))")
+              FROM snowflake_id_registry.snowflake_registry WHERE (kind, number) IN (('node', $n1_node), ('authority', $n1_auth))")
 # node1's postmaster (the one that was cut off) gone with its demotion.
 [ -f "$R/node1.exited" ] || fail "node1's postmaster (pid $node1_pid) did not exit on its demotion"
 exited=$(cat "$R/node1.exited")

@@ -92,17 +92,17 @@ GRANT EXECUTE ON FUNCTION snowflake_registry_claim(text, text, text, integer, in
     snowflake_registry_release(text, text, text, integer, interval) TO claims;
 -- Every number of group part but 0 and 1 held by servers that are not there, so that s3 can
 -- only get what s1 held.
-INSERT INTO snowflake_registry
+INSERT INTO snowflake_id_registry.snowflake_registry
 SELECT kind, 'part', n, 'elsewhere', now(), now(), now() + interval '1 hour', now() + interval '1 hour', 0, false
   FROM (VALUES ('node', 127), ('authority', 15)) k(kind, top), generate_series(2, top) n;
 -- Every version of every claim, to read what the registry had of s1 once s3 replaced it.
-CREATE TABLE claims_history AS SELECT *, clock_timestamp() AS seen FROM snowflake_registry WITH NO DATA;
+CREATE TABLE claims_history AS SELECT *, clock_timestamp() AS seen FROM snowflake_id_registry.snowflake_registry WITH NO DATA;
 CREATE FUNCTION keep_claim() RETURNS trigger LANGUAGE plpgsql SET search_path = public AS $$
 BEGIN
     INSERT INTO claims_history SELECT (NEW).*, clock_timestamp();
     RETURN NULL;
 END $$;
-CREATE TRIGGER keep_claim AFTER INSERT OR UPDATE ON snowflake_registry FOR EACH ROW EXECUTE FUNCTION keep_claim();
+CREATE TRIGGER keep_claim AFTER INSERT OR UPDATE ON snowflake_id_registry.snowflake_registry FOR EACH ROW EXECUTE FUNCTION keep_claim();
 SQL
 REGISTRY="host=$HOST_ADDR port=$(pg_port_of "$registry") dbname=postgres user=claims password=claims-secret"
 
@@ -241,7 +241,7 @@ since_auth=$(sql "$s3" "SELECT extract(epoch FROM since) FROM snowflake_node_cla
 generate "$s3"
 wait_until 10 "s3 to generate" made_at_least "$s3" true 500
 # A number of the group given back meanwhile, for s1 to claim once it is back.
-sql "$registry" "DELETE FROM snowflake_registry WHERE registry_group = 'part' AND number = 2" >/dev/null
+sql "$registry" "DELETE FROM snowflake_id_registry.snowflake_registry WHERE registry_group = 'part' AND number = 2" >/dev/null
 
 echo "--- 4. the link back"
 healed=$(stamp)

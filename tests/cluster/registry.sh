@@ -127,7 +127,7 @@ echo "figures: registry stopped: s1 generated for $after_ms ms more (lease 3 s, 
 echo "--- 3. a server frozen past its lease"
 # A small group whose every number but 0 is held by servers that are not there.
 pg_psql "$registry" -d postgres -q <<'SQL'
-INSERT INTO snowflake_registry
+INSERT INTO snowflake_id_registry.snowflake_registry
 SELECT kind, 'small', n, 'elsewhere', now(), now(), now() + interval '1 hour', now() + interval '1 hour', 0, false
   FROM (VALUES ('node', 127), ('authority', 15)) k(kind, top), generate_series(1, top) n;
 SQL
@@ -173,10 +173,10 @@ before=$(numbers "$s2")
 expect "$s2" "SELECT snowflake_node_detach()::text" ""
 msg=$(sql "$s2" "SELECT snowflake_next('orders')" 2>&1) && fail "s2 generated after detach"
 echo "$msg" | grep -q "gave its snowflake node number back" || fail "unexpected: $msg"
-expect "$registry" "SELECT bool_and(released) FROM snowflake_registry WHERE holder LIKE '%:$(pg_port_of "$s2"):%'" t
+expect "$registry" "SELECT bool_and(released) FROM snowflake_id_registry.snowflake_registry WHERE holder LIKE '%:$(pg_port_of "$s2"):%'" t
 # Given back naming the lease they ended: free once the hold has passed (node number: 1 s
 # ahead + 2 x 0.2 s; authority 0.4 s), not the lease (3 s) after the last renewal.
-expect "$registry" "SELECT bool_and(reusable_after < now() + interval '1.5 s') FROM snowflake_registry WHERE holder LIKE '%:$(pg_port_of "$s2"):%'" t
+expect "$registry" "SELECT bool_and(reusable_after < now() + interval '1.5 s') FROM snowflake_id_registry.snowflake_registry WHERE holder LIKE '%:$(pg_port_of "$s2"):%'" t
 expect "$s2" "SELECT snowflake_node_attach()::text" ""
 expect "$s2" "SELECT count(*) FROM snowflake_node_claims WHERE state = 'held'" 2
 sql "$s2" "SELECT snowflake_next('orders')" >/dev/null
@@ -307,7 +307,7 @@ expect "$registry" "SELECT count(*) >= 3000 FROM split" t
 echo "--- 8. a restore and pg_upgrade onto new servers"
 restored=$(claimant restored)
 pg_start "$restored"
-wait_until 10 "the new server to claim" sql_is "$registry" "SELECT count(*) FROM snowflake_registry WHERE holder LIKE '%:$(pg_port_of "$restored"):%'" 2
+wait_until 10 "the new server to claim" sql_is "$registry" "SELECT count(*) FROM snowflake_id_registry.snowflake_registry WHERE holder LIKE '%:$(pg_port_of "$restored"):%'" 2
 "$PG_BINDIR/pg_dump" -h "$s3" -p "$(pg_port_of "$s3")" -U postgres -Fc -f "$out/s3.dump" postgres
 "$PG_BINDIR/pg_restore" -h "$restored" -p "$(pg_port_of "$restored")" -U postgres -d postgres "$out/s3.dump"
 sql "$restored" "INSERT INTO orders SELECT FROM generate_series(1, 1000)" >/dev/null

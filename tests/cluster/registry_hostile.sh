@@ -17,6 +17,11 @@
 #     8 s, 1000 claims in one open transaction, arguments beyond the bounds (22023 at once).
 #     Meanwhile all three generate without pause and never fail a call, their renewals go on,
 #     and a server started during the open transaction claims a number within a second or two.
+#  3. A role that may only connect to the registry's database cannot name the claims' table
+#     (PREPARE of an UPDATE and CREATE RULE, which queue a lock before they check privileges,
+#     behind which every renewal waited), cannot keep a new server from claiming with advisory
+#     locks (any role may take those), and cannot plant an operator the worker's queries run;
+#     the claiming role cannot pass a lease or hold of more than a day written with months.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap cleanup_with_jobs EXIT
@@ -219,8 +224,49 @@ for s in s1 s2 s3; do
 done
 echo "figures: the claiming role's open transaction, long statement and 1000 open claims ($(python3 -c "print(round($attack_end - $attack_start, 1))") s): no server failed a call; s4 claimed $s4_ms ms after its start during the open transaction"
 
+echo "--- 3. a role that may only connect, and month-long intervals"
+pg_psql "$registry" -d postgres -q -c "CREATE ROLE nobody LOGIN" -c "GRANT CREATE ON SCHEMA public TO nobody" \
+    -c "CREATE TABLE public.planted_calls (at timestamptz)" -c "GRANT INSERT ON public.planted_calls TO nobody"
+as_nobody() { "$PG_BINDIR/psql" -X -At -v ON_ERROR_STOP=1 -h "$registry" -p "$REGPORT" -U nobody -d postgres "$@"; }
+for stmt in "PREPARE u AS UPDATE snowflake_id_registry.snowflake_registry SET holder = holder" \
+    "CREATE RULE r AS ON INSERT TO snowflake_id_registry.snowflake_registry DO INSTEAD NOTHING"; do
+    msg=$(as_nobody -v VERBOSITY=verbose -c "$stmt" 2>&1) && fail "nobody could: $stmt"
+    grep -q "42501: permission denied for schema snowflake_id_registry" <<<"$msg" || fail "$stmt: $msg"
+done
+# An operator the worker's '* 1000' would have bound to in public (float8 * integer has no
+# exact match in pg_catalog).
+as_nobody -q <<'SQL'
+CREATE FUNCTION public.planted(float8, integer) RETURNS float8 LANGUAGE plpgsql AS
+$$ BEGIN INSERT INTO public.planted_calls VALUES (now()); RETURN $1 * $2::float8; END $$;
+CREATE OPERATOR public.* (LEFTARG = float8, RIGHTARG = integer, FUNCTION = public.planted);
+SQL
+# Every advisory lock of the keys a claim used to take for a group's numbers, held by nobody
+# while a new server of that group claims.
+as_nobody -c "SELECT count(pg_advisory_lock(hashtext('snowflake_registry ' || k || ' locked'), n))
+                FROM unnest(ARRAY['node', 'authority']) k, generate_series(0, 1023) n" -c "SELECT pg_sleep(20)" \
+    >"$CLUSTER_ROOT/advisory.out" 2>&1 &
+advisory=$!
+sleep 1
+s6=$(instance s6 "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = auto" \
+    "gdid.authority = auto" "snowflake.registry = '${REGISTRY[s3]}'" "snowflake.registry_group = 'locked'" "${CLAIMS[@]}")
+pg_start "$s6"
+sql "$s6" "CREATE EXTENSION snowflake_id" >/dev/null
+wait_until 10 "s6 to claim while every advisory key of its group is held" held "$s6"
+mid=$(date +%s.%N)
+wait_until 5 "renewals after the planted operator" renewed_since "$mid"
+expect "$registry" "SELECT count(*) FROM public.planted_calls" 0
+kill "$advisory" 2>/dev/null || true
+for call in "snowflake_registry_claim('node', 'default', 'intruder m', 1023, '12000 months -359999 days', '12s')" \
+    "snowflake_registry_claim('node', 'default', 'intruder m', 1023, '10s', '3000000 months -89999999 days')" \
+    "snowflake_registry_renew('node', 'default', 'intruder m', 0, '10s', '12000 months -359999 days')" \
+    "snowflake_registry_release('node', 'default', 'intruder m', 0, '12000 months -359999 days')"; do
+    msg=$(as_claims -v VERBOSITY=verbose -c "SELECT * FROM $call" 2>&1) && fail "accepted: $call"
+    grep -q "22023" <<<"$msg" || fail "$call: $msg"
+done
+echo "ok: a role that may only connect named no claim, held up no claim, planted no operator; leases and holds written with months refused"
+
 # No server's log, nor the registry's, holds a password.
-for d in "${dir[@]}" "$s4" "$s5" "$registry"; do
+for d in "${dir[@]}" "$s4" "$s5" "$s6" "$registry"; do
     ! grep -l "aims-secret\|$SSL_SECRET" "$d/server.log" || fail "$(basename "$d")'s log holds a password"
 done
 echo "ok"

@@ -121,19 +121,19 @@ echo "figures: registry down $(python3 -c "print(round($back - $stopped))") s (f
 
 echo "--- 2. what a number costs whose holder stops renewing"
 q() { sql "$registry" "$1"; }
-expect "$registry" "SELECT string_agg(DISTINCT kind || ' ' || round(extract(epoch FROM reusable_after - renewed_at)), ', ' ORDER BY kind || ' ' || round(extract(epoch FROM reusable_after - renewed_at))) FROM snowflake_registry" \
+expect "$registry" "SELECT string_agg(DISTINCT kind || ' ' || round(extract(epoch FROM reusable_after - renewed_at)), ', ' ORDER BY kind || ' ' || round(extract(epoch FROM reusable_after - renewed_at))) FROM snowflake_id_registry.snowflake_registry" \
     "authority 602, node 612"
 echo "figures: a number whose holder stops renewing is free again 612 s (node number) or 602 s (authority) after its last renewal; a holder cut off generates for up to $(sql "$s1" "SELECT round(extract(epoch FROM lease_end - last_renewal)) - 1 FROM snowflake_node_claims LIMIT 1") s after it"
 
 echo "--- 3. a clean shutdown gives the numbers back"
 pg_stop "$s1" fast
 shut=$(date +%s.%N)
-expect "$registry" "SELECT bool_and(released) FROM snowflake_registry WHERE split_part(holder, ' #', 1) LIKE '%:$(pg_port_of "$s1"):%'" t
-expect "$registry" "SELECT string_agg(kind || ' ' || (extract(epoch FROM reusable_after) - $shut < (CASE kind WHEN 'node' THEN 12 ELSE 2 END) + 2), ', ' ORDER BY kind) FROM snowflake_registry WHERE split_part(holder, ' #', 1) LIKE '%:$(pg_port_of "$s1"):%'" \
+expect "$registry" "SELECT bool_and(released) FROM snowflake_id_registry.snowflake_registry WHERE split_part(holder, ' #', 1) LIKE '%:$(pg_port_of "$s1"):%'" t
+expect "$registry" "SELECT string_agg(kind || ' ' || (extract(epoch FROM reusable_after) - $shut < (CASE kind WHEN 'node' THEN 12 ELSE 2 END) + 2), ', ' ORDER BY kind) FROM snowflake_id_registry.snowflake_registry WHERE split_part(holder, ' #', 1) LIKE '%:$(pg_port_of "$s1"):%'" \
     "authority true, node true"
 grep -q "gave snowflake node number .* back to the registry" "$s1/server.log" || fail "s1's log does not say it gave its numbers back"
 # Free once the hold has passed: a new server takes them (the lowest numbers nobody holds).
-free() { sql_is "$registry" "SELECT bool_and(reusable_after < now()) FROM snowflake_registry WHERE split_part(holder, ' #', 1) LIKE '%:$(pg_port_of "$s1"):%'" t; }
+free() { sql_is "$registry" "SELECT bool_and(reusable_after < now()) FROM snowflake_id_registry.snowflake_registry WHERE split_part(holder, ' #', 1) LIKE '%:$(pg_port_of "$s1"):%'" t; }
 wait_until 30 "s1's numbers to come free" free
 freed=$(date +%s.%N)
 s3=$(claimant s3)

@@ -69,7 +69,7 @@ SELECT number FROM snowflake_registry_claim('node', 'regress', 'server e', 3, '1
 SELECT number FROM snowflake_registry_claim('node', 'other', 'server e', 3, '10s', '12s');
 SELECT kind, registry_group, number, holder, released, era_floor,
        reusable_after > now() AS not_reusable_yet
-  FROM snowflake_registry ORDER BY kind, registry_group, number;
+  FROM snowflake_id_registry.snowflake_registry ORDER BY kind, registry_group, number;
 SELECT number FROM snowflake_registry_claim('machine', 'regress', 'server f', 3, '10s', '12s');
 \echo :LAST_ERROR_SQLSTATE
 -- Every call's work is bounded (22023 at once): numbers beyond any layout's (node numbers
@@ -106,12 +106,12 @@ SELECT number AS late FROM snowflake_registry_claim('node', 'early', 'server h',
 SELECT snowflake_registry_release('node', 'early', 'server h', :late, '2s', 12345);
 SELECT number, released, reusable_after < now() + interval '1 minute' AS free_within_seconds,
        reusable_after > now() + interval '59 minutes' AS free_after_the_lease
-  FROM snowflake_registry WHERE registry_group = 'early' ORDER BY number;
+  FROM snowflake_id_registry.snowflake_registry WHERE registry_group = 'early' ORDER BY number;
 -- Only the roles the registry's administrator grants it to may claim.
 SET ROLE cl_nobody;
 SELECT number FROM snowflake_registry_claim('node', 'regress', 'server f', 3, '10s', '12s');
 \echo :LAST_ERROR_SQLSTATE
-SELECT * FROM snowflake_registry;
+SELECT * FROM snowflake_id_registry.snowflake_registry;
 \echo :LAST_ERROR_SQLSTATE
 SELECT snowflake_registry_release('node', 'early', 'server g', 0, '2s', 0);
 \echo :LAST_ERROR_SQLSTATE
@@ -119,5 +119,5 @@ SELECT snowflake_registry_release('node', 'early', 'server g', 0, '2s', 0);
 -- (here, on a server with numbers written by hand, no claim at all).
 SELECT kind, number, state, holder, registry, message FROM snowflake_node_claims_rows();
 RESET ROLE;
-DELETE FROM snowflake_registry;
+DELETE FROM snowflake_id_registry.snowflake_registry;
 DROP ROLE cl_nobody;
