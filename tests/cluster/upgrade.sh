@@ -20,8 +20,9 @@
 #   (tests/cluster/update_from_0_3.sh runs release 0.3.0's own library, whose leases the
 #   update adopts.)
 #
-# The keys are written while the library is not preloaded: a database of an earlier version
-# refuses statements that store such a DEFAULT under the current library until its update.
+# The keys of a release before 0.4.0 are written while the library is not preloaded: such a
+# database refuses statements that store such a DEFAULT under the current library until its
+# update; a database of 0.4.0 or later is made with it preloaded, as its own library was.
 #
 # A release that changes the SQL adds sql/snowflake_id--OLD--NEW.sql (and keeps
 # sql/snowflake_id--OLD.sql); a forgotten script fails here, as "no update path" or as a
@@ -39,11 +40,11 @@ objects() {
 versions=$(ls sql | sed -n 's/^snowflake_id--\([^-]*\)\.sql$/\1/p' | grep -vx "$current" || true)
 [ -n "$versions" ] || fail "no earlier release in sql/"
 
-# 1. Without the library preloaded: each earlier version installed, its tables filled with
-# keys of node 9 and authority 9: 5000 of each, the newest snowflake key 60 s ahead of the
-# clock, and keys of another server (node 8, authority 8) above them, which must not count.
-pg_start "$db"
-for v in $versions; do
+# A database of release $1, its tables filled with keys of node 9 and authority 9: 5000 of
+# each, the newest snowflake key 60 s ahead of the clock, and keys of another server (node 8,
+# authority 8) above them, which must not count.
+make_db() {
+    local v=$1
     name="from_${v//./_}"
     pg_psql "$db" -d postgres -qc "CREATE DATABASE $name"
     pg_psql "$db" -d "$name" -q <<SQL
@@ -63,6 +64,17 @@ UNION ALL SELECT gdid(0, 8, 70000000);
 SQL
     [ "$(pg_psql "$db" -d "$name" -Atc "SELECT extversion FROM pg_extension WHERE extname = 'snowflake_id'")" = "$v" ] ||
         fail "did not install $v"
+}
+# Whether release $1 keeps its sequences as relations (0.4.0 and later): its library recorded
+# each DEFAULT's dependency as the table was made, and the library of the next release
+# generates for it (tests/cluster/library_upgrade.sh).
+relations_since() { [ "$(printf '%s\n' "$1" 0.4.0 | sort -V | head -n 1)" = 0.4.0 ]; }
+
+# 1. Without the library preloaded: each release before 0.4.0 installed (a database of one
+# refuses statements that store such a DEFAULT under the current library until its update).
+pg_start "$db"
+for v in $versions; do
+    relations_since "$v" || make_db "$v"
 done
 pg_stop "$db"
 
@@ -71,6 +83,10 @@ printf '%s\n' "shared_preload_libraries = 'snowflake_id'" "snowflake.node_id = 9
     "snowflake.max_clock_ahead = '150s'" >"$preload"
 chown postgres: "$preload"
 pg_start "$db"
+# Releases from 0.4.0 on, made as their library made them: preloaded.
+for v in $versions; do
+    if relations_since "$v"; then make_db "$v"; fi
+done
 pg_psql "$db" -d postgres -qc "CREATE DATABASE fresh" -c "ALTER DATABASE fresh SET timezone = 'UTC'"
 pg_psql "$db" -d fresh -qc "CREATE EXTENSION snowflake_id"
 objects fresh >"$CLUSTER_ROOT/fresh.txt"
@@ -90,7 +106,7 @@ for v in $versions; do
     q() { pg_psql "$db" -d "$name" -Atc "$1"; }
     calls=("SELECT snowflake_next('orders')" "SELECT gdid_next('billing', 'invoices')"
         "INSERT INTO orders DEFAULT VALUES" "SELECT count(*) FROM snowflake_next_batch('new_name', 10)")
-    if [ "$(printf '%s\n' "$v" 0.4.0 | sort -V | head -n 1)" = 0.4.0 ]; then
+    if relations_since "$v"; then
         # From 0.4.0 on (sequences are relations), the library of the next release generates
         # for a database still at the previous one (tests/cluster/library_upgrade.sh).
         # (In a transaction rolled back: the rows stay as they were, the values are used.)
@@ -126,10 +142,12 @@ for v in $versions; do
     echo "($changed object properties changed by the update)"
     # Tables with a generating column that existed before the update get the trigger that
     # detection counts new values with. (A release that had the trigger gave it to each
-    # table as it was made, with its library preloaded; these tables were made without it:
-    # snowflake_watch_tables() gives it.)
+    # table as it was made, with its library preloaded: those of 0.4.0 on were made so, and
+    # snowflake_watch_tables() finds nothing left; the earlier ones were made without it.)
     if grep -q snowflake_watch_tables "sql/snowflake_id--$v.sql"; then
-        [ "$(q "SELECT snowflake_watch_tables()")" = 2 ] || fail "$v: snowflake_watch_tables() did not watch the two tables"
+        if relations_since "$v"; then unwatched=0; else unwatched=2; fi
+        [ "$(q "SELECT snowflake_watch_tables()")" = "$unwatched" ] ||
+            fail "$v: snowflake_watch_tables() did not watch the $unwatched tables made without the library"
     fi
     [ "$(q "SELECT string_agg(tgrelid::regclass::text || ':' || tgenabled::text, ',' ORDER BY tgrelid::regclass::text) FROM pg_trigger WHERE tgfoid = 'snowflake_arrival_trigger'::regproc")" = "invoices:R,orders:R" ] ||
         fail "after the update from $v: triggers $(q "SELECT string_agg(tgrelid::regclass::text, ',') FROM pg_trigger WHERE tgfoid = 'snowflake_arrival_trigger'::regproc")"
