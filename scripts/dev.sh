@@ -67,7 +67,7 @@ cluster)
         { echo "dev: no tests/cluster/$2.sh; there are: $(cd tests/cluster && ls ./*.sh | sed 's|^\./||; s/\.sh$//' | grep -vx lib | xargs)" >&2; exit 2; }
     bash scripts/setup.sh
     # A test that applies to some majors only says which (as scripts/test.sh reads it).
-    majors=$(sed -n 's/^# majors: //p' "$t")
+    majors=$(test_majors "$t")
     if [[ $majors == across* ]]; then
         # It starts servers of 15.18, 17 and 18 itself: each needs the build.
         for pg_config in "${PG_CONFIGS[@]}" "$PG15_OLD_CONFIG"; do

@@ -28,3 +28,10 @@ PG19_BINARY=(postgresql-19 experimental 19~rc1-1 sid)
 pg_major_of() {
     "$1" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/'
 }
+
+# test_majors FILE: the majors a cluster test's "# majors:" line names ("15 19", or
+# "across"), without the reason in parentheses after them (which may name other majors);
+# nothing for a test of every major.
+test_majors() {
+    sed -n 's/^# majors: \([a-z0-9 ]*\).*/\1/p' "$1" | xargs
+}

@@ -71,7 +71,7 @@ for pg_config in "${PG_CONFIGS[@]}"; do
     for t in tests/cluster/*.sh; do
         [ "$(basename "$t")" = lib.sh ] && continue
         # A test that applies to some majors only says which ("# majors: 15"), and why.
-        majors=$(sed -n 's/^# majors: //p' "$t")
+        majors=$(test_majors "$t")
         [[ $majors == across* ]] && continue
         if [ -n "$majors" ] && ! grep -qw "$pg" <<<"$majors"; then
             continue

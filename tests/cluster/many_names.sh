@@ -9,12 +9,19 @@
 # nearly every later use finds it evicted and reads it back from its relation. Nothing repeats (per
 # sequence), no session fails, and the monitoring views list every sequence.
 # Figures: the time to make the sequences and to generate, and the WAL records of sequences
-# (one per lease extension or entry into the cache). About 2.5 minutes on 2 cores.
+# (one per lease extension or entry into the cache). About 2 minutes on 2 cores.
+# The full 100,000 on PostgreSQL 15; on the other majors 20,000 (still 5 times the cache):
+# what differs by major (the sequence's page, the catalog) is met by every name alike, and
+# the suite stays within CI's time. MANY_NAMES sets the count.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap cleanup_with_jobs EXIT
 
-NAMES=${MANY_NAMES:-100000}
+if [ "$("$PG_BINDIR/pg_config" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')" = 15 ]; then
+    NAMES=${MANY_NAMES:-100000}
+else
+    NAMES=${MANY_NAMES:-20000}
+fi
 HALF=$((NAMES / 2))
 SESSIONS=4
 BATCH=50

@@ -26,6 +26,8 @@
 #     each claims its own numbers and continues above every key it holds.
 #  9. A registry database whose extension is still 0.4.0 (not updated): a server claims,
 #     renews and gives back (the release of 0.4.0: free only after the lease).
+# majors: 15 19 (the claim is libpq from a background worker, the same on every major; the
+# oldest and the newest are enough for its run time, pg_regress claims runs on every major)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 

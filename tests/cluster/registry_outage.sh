@@ -3,8 +3,9 @@
 # claim_clock_error 1 s; max_clock_ahead 10 s) against a registry that is down, and what they
 # cost. Two servers claim from a registry and generate without pause, each in a loop that
 # records every value and every refusal.
-#  1. The registry stopped (immediate) for OUTAGE_S seconds (default 300: a restart for a
-#     minor release, a failover, a machine rebooted), then started again: neither server
+#  1. The registry stopped (immediate) for OUTAGE_S seconds (default 120: a restart for a
+#     minor release, a failover, four times Patroni's default ttl; OUTAGE_S=540 tries the
+#     longest outage the default lease rides out), then started again: neither server
 #     fails a call meanwhile, and both renew their claims once it is back (up to 0.4.0, with
 #     its 10 s lease, both stopped about 9 s after the registry did).
 #  2. The cost, as the registry records it: a number whose holder stops renewing (dies, or is
@@ -18,7 +19,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-OUTAGE_S=${OUTAGE_S:-300}
+OUTAGE_S=${OUTAGE_S:-120}
 LOOPS=()
 on_exit() {
     local status=$? pid

@@ -29,7 +29,8 @@
 # 3. dump: a pg_dump of a 0.3.0 database (taken with 0.3.0's pg_dump from the 0.3.0 server)
 #    restored into a new server of the current release: inserts continue above the restored
 #    keys (the fallback, no lease travels in a 0.3.0 dump), no duplicate key.
-# majors: 15 17 18 (release 0.3.0 has no build for 19: a 0.3.0 database reaches 19 through 18)
+# majors: 15 18 (release 0.3.0 has no build for 19: a 0.3.0 database reaches 19 through 18;
+# 17 lies between the two, whose run time the suite saves)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 # On exit, the sessions of case 1 end before cleanup. (Not lib.sh's cleanup_with_jobs: its
