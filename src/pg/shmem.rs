@@ -1,13 +1,13 @@
-//! Shared memory: the cache of sequences and its epochs (see `registry`, `epochs`), its lock
+//! Shared memory: the cache of sequences and its phases (see `cache`, `phases`), its lock
 //! and the lease extension locks (see `sequences::durable`), and the sightings of logical
 //! replication (see `detection`), and the claims of node numbers from a registry (see
 //! `node::claims`), and the values in flight of each process's transaction (see
 //! `sequences::inflight`). The cache's size comes from `snowflake.max_sequences` and
-//! the epochs' from the number of backends, so they are requested and attached with
+//! the phases' from the number of backends, so they are requested and attached with
 //! PostgreSQL's hooks directly (`pg_shmem_init!` only sizes Rust types known at compile time).
 //! Nothing is loaded into it at start: sequences enter it as they are used.
 //!
-//! A call that reaches the table through [`registry`] enters the current epoch until the
+//! A call that reaches the table through [`cache`] enters the current phase until the
 //! [`Pinned`] it gets is dropped (the end of the call), so that no slot it may hold is reused
 //! meanwhile. Not for the rest of the transaction: a backend idle in a transaction, or
 //! waiting for a table's lock between two calls, would then keep every slot evicted
@@ -20,12 +20,12 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 use pgrx::pg_guard;
 use pgrx::pg_sys;
 
+use crate::core::cache::{Cache, Slot};
 use crate::core::claim::Claims;
-use crate::core::epochs::{Barrier, Epochs};
 use crate::core::inflight::{Holder, Holders};
 use crate::core::membarrier;
 use crate::core::name_floors::NameFloors;
-use crate::core::registry::{Registry, Slot};
+use crate::core::reclamation::{Barrier, Phases};
 use crate::core::sightings::Sightings;
 use crate::pg::errors;
 use crate::pg::errors::{error, Code};
@@ -34,20 +34,20 @@ static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(null_mut());
 static SIGHTINGS: AtomicPtr<Sightings> = AtomicPtr::new(null_mut());
 static CLAIMS: AtomicPtr<Claims> = AtomicPtr::new(null_mut());
 static NAME_FLOORS: AtomicPtr<NameFloors> = AtomicPtr::new(null_mut());
-/// One holder per epoch entry: per PGPROC number.
+/// One holder per phase entry: per PGPROC number.
 static HOLDERS: AtomicPtr<Holder> = AtomicPtr::new(null_mut());
 /// The tranche's locks: the cache's, then the extension locks.
 static LOCKS: AtomicPtr<pg_sys::LWLockPadded> = AtomicPtr::new(null_mut());
 static SLOT_COUNT: AtomicUsize = AtomicUsize::new(0);
-/// The epoch counter, followed by one entry per backend.
-static EPOCHS: AtomicPtr<AtomicU64> = AtomicPtr::new(null_mut());
-static EPOCH_ENTRIES: AtomicUsize = AtomicUsize::new(0);
+/// The phase counter, followed by one entry per backend.
+static PHASES: AtomicPtr<AtomicU64> = AtomicPtr::new(null_mut());
+static PHASE_ENTRIES: AtomicUsize = AtomicUsize::new(0);
 
 static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
 static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
 
 const SEGMENT_NAME: &std::ffi::CStr = c"snowflake_id sequences";
-const EPOCHS_NAME: &std::ffi::CStr = c"snowflake_id epochs";
+const PHASES_NAME: &std::ffi::CStr = c"snowflake_id phases";
 const SIGHTINGS_NAME: &std::ffi::CStr = c"snowflake_id sightings";
 const CLAIMS_NAME: &std::ffi::CStr = c"snowflake_id claims";
 const NAME_FLOORS_NAME: &std::ffi::CStr = c"snowflake_id floors of names";
@@ -58,9 +58,9 @@ fn table_size() -> usize {
     std::mem::size_of::<Slot>() * SLOT_COUNT.load(Ordering::Relaxed)
 }
 
-/// One epoch entry per process that can have a PGPROC: the backends, the auxiliary processes
+/// One phase entry per process that can have a PGPROC: the backends, the auxiliary processes
 /// (at most 38 in PostgreSQL 18, with its I/O workers) and the prepared transactions.
-fn epoch_entries() -> usize {
+fn phase_entries() -> usize {
     // SAFETY: plain reads of settings fixed before shared memory is sized.
     unsafe { (pg_sys::MaxBackends + max_prepared_xacts) as usize + 64 }
 }
@@ -70,12 +70,12 @@ unsafe extern "C" {
     static max_prepared_xacts: std::ffi::c_int;
 }
 
-fn epochs_size() -> usize {
-    size_of::<AtomicU64>() * (1 + epoch_entries())
+fn phases_size() -> usize {
+    size_of::<AtomicU64>() * (1 + phase_entries())
 }
 
 fn holders_size() -> usize {
-    size_of::<Holder>() * epoch_entries()
+    size_of::<Holder>() * phase_entries()
 }
 
 /// How many lease extension locks there are (see `sequences::durable`): sequences that share
@@ -111,7 +111,7 @@ unsafe extern "C-unwind" fn shmem_request() {
                 prev();
             }
             pg_sys::RequestAddinShmemSpace(table_size());
-            pg_sys::RequestAddinShmemSpace(epochs_size());
+            pg_sys::RequestAddinShmemSpace(phases_size());
             pg_sys::RequestAddinShmemSpace(size_of::<Sightings>());
             pg_sys::RequestAddinShmemSpace(size_of::<Claims>());
             pg_sys::RequestAddinShmemSpace(size_of::<NameFloors>());
@@ -125,7 +125,7 @@ unsafe extern "C-unwind" fn shmem_request() {
 unsafe extern "C-unwind" fn shmem_startup() {
     // SAFETY: ShmemInitStruct is called under AddinShmemInitLock as PostgreSQL requires; the
     // memory it returns is ours for table_size() bytes, and zeroed memory is an empty table
-    // (registry.rs). Run in the postmaster (and after a crash restart), before any backend;
+    // (cache.rs). Run in the postmaster (and after a crash restart), before any backend;
     // the outermost Rust frame.
     unsafe { errors::boundary(|| attach()) }
 }
@@ -148,15 +148,15 @@ unsafe fn attach() {
             std::ptr::write_bytes(ptr.cast::<u8>(), 0, size);
         }
         SLOTS.store(ptr.cast(), Ordering::Release);
-        let mut epochs_found = false;
-        let epochs =
-            pg_sys::ShmemInitStruct(EPOCHS_NAME.as_ptr(), epochs_size(), &mut epochs_found);
-        if !epochs_found {
-            // All-zero: epoch 0, nobody entered (epochs.rs).
-            std::ptr::write_bytes(epochs.cast::<u8>(), 0, epochs_size());
+        let mut phases_found = false;
+        let phases =
+            pg_sys::ShmemInitStruct(PHASES_NAME.as_ptr(), phases_size(), &mut phases_found);
+        if !phases_found {
+            // All-zero: phase 0, nobody entered (phases.rs).
+            std::ptr::write_bytes(phases.cast::<u8>(), 0, phases_size());
         }
-        EPOCH_ENTRIES.store(epoch_entries(), Ordering::Relaxed);
-        EPOCHS.store(epochs.cast(), Ordering::Release);
+        PHASE_ENTRIES.store(phase_entries(), Ordering::Relaxed);
+        PHASES.store(phases.cast(), Ordering::Release);
         let mut sightings_found = false;
         let sightings = pg_sys::ShmemInitStruct(
             SIGHTINGS_NAME.as_ptr(),
@@ -303,19 +303,19 @@ pub fn holders() -> Option<Holders<'static>> {
     if ptr.is_null() {
         return None;
     }
-    // SAFETY: ptr points at epoch_entries() zero-initialised holders in shared memory that
+    // SAFETY: ptr points at phase_entries() zero-initialised holders in shared memory that
     // lives as long as the process; Holder is made of atomics only.
     Some(Holders::new(unsafe {
-        std::slice::from_raw_parts(ptr, EPOCH_ENTRIES.load(Ordering::Relaxed))
+        std::slice::from_raw_parts(ptr, PHASE_ENTRIES.load(Ordering::Relaxed))
     }))
 }
 
 /// The table for a call, or `None` when the library was not preloaded. The backend is in the
-/// current epoch (see the module's comment) until the returned value is dropped; the slots
+/// current phase (see the module's comment) until the returned value is dropped; the slots
 /// found through it may be used until then, and only by generation after that.
 #[inline]
-pub fn registry() -> Option<Pinned> {
-    let registry = unentered_registry()?;
+pub fn cache() -> Option<Pinned> {
+    let cache = unpinned_cache()?;
     // Loads and stores, never read-modify-writes: these flags are this process's own, and a
     // locked instruction per flag would cost the generators' fast path more than entering does.
     let pins = PINS.load(Ordering::Relaxed);
@@ -323,19 +323,19 @@ pub fn registry() -> Option<Pinned> {
         enter();
     }
     PINS.store(pins + 1, Ordering::Relaxed);
-    Some(Pinned { registry })
+    Some(Pinned { cache })
 }
 
-/// The table, with this backend in the current epoch while it lives.
+/// The table, with this backend in the current phase while it lives.
 pub struct Pinned {
-    registry: Registry<'static>,
+    cache: Cache<'static>,
 }
 
 impl std::ops::Deref for Pinned {
-    type Target = Registry<'static>;
+    type Target = Cache<'static>;
 
-    fn deref(&self) -> &Registry<'static> {
-        &self.registry
+    fn deref(&self) -> &Cache<'static> {
+        &self.cache
     }
 }
 
@@ -354,9 +354,9 @@ impl Drop for Pinned {
     }
 }
 
-/// The table without entering an epoch: for reading statistics that hold no slot across
+/// The table without entering a phase: for reading statistics that hold no slot across
 /// calls.
-fn unentered_registry() -> Option<Registry<'static>> {
+fn unpinned_cache() -> Option<Cache<'static>> {
     let ptr = SLOTS.load(Ordering::Acquire);
     if ptr.is_null() {
         return None;
@@ -365,19 +365,19 @@ fn unentered_registry() -> Option<Registry<'static>> {
     // SAFETY: ptr points at `len` initialised slots in shared memory that lives as long as
     // the process; Slot is Sync and all its mutation goes through atomics.
     let slots = unsafe { std::slice::from_raw_parts(ptr, len) };
-    Some(Registry::new(slots, epochs()?))
+    Some(Cache::new(slots, phases()?))
 }
 
-fn epochs() -> Option<Epochs<'static>> {
-    let ptr = EPOCHS.load(Ordering::Acquire);
+fn phases() -> Option<Phases<'static>> {
+    let ptr = PHASES.load(Ordering::Acquire);
     if ptr.is_null() {
         return None;
     }
-    let entries = EPOCH_ENTRIES.load(Ordering::Relaxed);
+    let entries = PHASE_ENTRIES.load(Ordering::Relaxed);
     // SAFETY: ptr points at 1 + `entries` zero-initialised atomics in shared memory that
     // lives as long as the process.
     unsafe {
-        Some(Epochs::new(
+        Some(Phases::new(
             &*ptr,
             std::slice::from_raw_parts(ptr.add(1), entries),
             BARRIERS
@@ -390,18 +390,18 @@ fn epochs() -> Option<Epochs<'static>> {
 /// How many live [`Pinned`] this backend has (calls may nest: a first use reads tables whose
 /// DEFAULT may generate). Process-local: a backend is one thread.
 static PINS: AtomicUsize = AtomicUsize::new(0);
-/// Whether this backend's epoch entry is set.
+/// Whether this backend's phase entry is set.
 static ENTERED: AtomicBool = AtomicBool::new(false);
 static CALLBACKS: AtomicBool = AtomicBool::new(false);
 /// Whether this process is registered for the reclaimers' barriers, and enters without a
-/// fence (see `epochs`).
+/// fence (see `phases`).
 static RECEIVES_BARRIERS: AtomicBool = AtomicBool::new(false);
 /// Whether the reclaimers of this server make global barriers: decided once in the
 /// postmaster, before any process that uses the cache is forked, so that every process
 /// agrees (a reader enters without a fence only where every reclaimer makes the barrier).
 static BARRIERS: AtomicBool = AtomicBool::new(false);
 
-/// This process's entry among the epochs (and its holder of values in flight): its PGPROC
+/// This process's entry among the phases (and its holder of values in flight): its PGPROC
 /// number.
 pub fn my_entry() -> Option<usize> {
     #[cfg(feature = "pg15")]
@@ -415,23 +415,23 @@ pub fn my_entry() -> Option<usize> {
 
 #[inline]
 fn enter() {
-    let Some(epochs) = epochs() else { return };
+    let Some(phases) = phases() else { return };
     if !CALLBACKS.load(Ordering::Relaxed) {
         first_entry();
     }
-    if !my_entry().is_some_and(|me| enter_at(&epochs, me)) {
+    if !my_entry().is_some_and(|me| enter_at(&phases, me)) {
         no_entry();
     }
     ENTERED.store(true, Ordering::Relaxed);
 }
 
-/// Enters `me` the cheapest way this process may (see `epochs`).
+/// Enters `me` the cheapest way this process may (see `phases`).
 #[inline(always)]
-fn enter_at(epochs: &Epochs<'_>, me: usize) -> bool {
+fn enter_at(phases: &Phases<'_>, me: usize) -> bool {
     if RECEIVES_BARRIERS.load(Ordering::Relaxed) {
-        epochs.enter_registered(me)
+        phases.enter_registered(me)
     } else {
-        epochs.enter(me)
+        phases.enter(me)
     }
 }
 
@@ -455,21 +455,21 @@ fn first_entry() {
 fn no_entry() -> ! {
     error(
         Code::ERRCODE_INTERNAL_ERROR,
-        "this process has no entry among the snowflake_id epochs",
+        "this process has no entry among the snowflake_id phases",
     )
     .raise()
 }
 
-/// Enters the current epoch again, if the caller's is this backend's only pin: slots evicted
+/// Enters the current phase again, if the caller's is this backend's only pin: slots evicted
 /// since it entered may then take new sequences without waiting for its call to end. Only
 /// where the caller holds no slot between a check of its generation and its use (entering a
 /// sequence into the cache, which may wait for others to leave it). With an outer call of
 /// this backend pinned too (a first use whose reading of tables generates), it may hold a
 /// slot, and nothing changes.
-pub fn refresh_epoch() {
+pub fn refresh_phase() {
     if PINS.load(Ordering::Relaxed) == 1 && ENTERED.load(Ordering::Relaxed) {
-        if let (Some(epochs), Some(me)) = (epochs(), my_entry()) {
-            enter_at(&epochs, me);
+        if let (Some(phases), Some(me)) = (phases(), my_entry()) {
+            enter_at(&phases, me);
         }
     }
 }
@@ -477,8 +477,8 @@ pub fn refresh_epoch() {
 fn leave() {
     if ENTERED.load(Ordering::Relaxed) {
         ENTERED.store(false, Ordering::Relaxed);
-        if let (Some(epochs), Some(me)) = (epochs(), my_entry()) {
-            epochs.exit(me);
+        if let (Some(phases), Some(me)) = (phases(), my_entry()) {
+            phases.exit(me);
         }
     }
 }

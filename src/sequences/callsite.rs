@@ -9,8 +9,8 @@
 
 use pgrx::pg_sys::{self, Oid};
 
+use crate::core::cache::SlotRef;
 use crate::core::identity::MAX_NAME_LEN;
-use crate::core::registry::SlotRef;
 use crate::pg::pgcompat;
 use crate::sequences::resolve::{self, Resolved};
 use crate::sql::fmgr::{self, Call};

@@ -20,8 +20,8 @@
 
 use pgrx::pg_sys::{self, Datum, Oid};
 
+use crate::core::cache::Key;
 use crate::core::identity::Kind;
-use crate::core::registry::Key;
 use crate::pg::shmem::{self, InterruptibleLock};
 use crate::sequences::name_floors;
 

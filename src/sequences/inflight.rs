@@ -10,8 +10,8 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Or
 use pgrx::pg_guard;
 use pgrx::pg_sys;
 
+use crate::core::cache::SlotRef;
 use crate::core::inflight::{Held, Published, Value, ENTRIES};
-use crate::core::registry::SlotRef;
 use crate::core::wallclock;
 use crate::pg::{procs, shmem};
 use crate::sequences::fallback::Missed;

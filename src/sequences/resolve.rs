@@ -1,7 +1,7 @@
 //! From a sequence's name to what a generator uses: its relation found (or made, see
 //! `creator`), locked for the rest of the transaction as `nextval` locks a sequence, checked
 //! (a sequence of the right kind, made under the server's layout, with the caller allowed to
-//! use it), and its slot in the cache (see `registry`).
+//! use it), and its slot in the cache (see `cache`).
 //!
 //! The lock (`RowExclusiveLock`, once per transaction) is what keeps a cached slot honest: a
 //! `DROP`, `ALTER` or `RENAME` of the sequence waits until the transaction ends, and a call
@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use pgrx::pg_sys::{self, Oid};
 
+use crate::core::cache::{Full, Key, SlotRef};
 use crate::core::identity::{BadName, CreationLayout, Kind, NameError, SequenceName, MAX_NAME_LEN};
-use crate::core::registry::{Full, Key, SlotRef};
 use crate::core::snowflake::epoch::format_utc;
 use crate::core::snowflake::layout::Layout;
 use crate::pg::errors::{error, Clipped, Code};
@@ -181,9 +181,9 @@ fn check(
 /// least recently used of a sample; if every slot is held by calls still running, the caller
 /// waits up to a second for one to end.
 fn cache_slot(key: Key, kind: Kind, created_with: CreationLayout) -> SlotRef {
-    let registry = lookup::registry();
-    if let Some(at) = registry.find(key) {
-        if registry.slot(at.idx).created_with() == created_with {
+    let cache = lookup::cache();
+    if let Some(at) = cache.find(key) {
+        if cache.slot(at.idx).created_with() == created_with {
             return at;
         }
     }
@@ -193,23 +193,23 @@ fn cache_slot(key: Key, kind: Kind, created_with: CreationLayout) -> SlotRef {
     loop {
         // Nothing of the cache is in use here: slots evicted so far (by this call too) may be
         // taken, and this call, waiting, must not keep others' evictions from reuse.
-        shmem::refresh_epoch();
+        shmem::refresh_phase();
         let lock = InterruptibleLock::acquire(shmem::cache_lock());
-        if let Some(at) = registry.find(key) {
-            if registry.slot(at.idx).created_with() == created_with {
+        if let Some(at) = cache.find(key) {
+            if cache.slot(at.idx).created_with() == created_with {
                 return at;
             }
             // Its definition changed (ALTER SEQUENCE without new storage): read it afresh.
-            registry.evict(at.idx);
+            cache.evict(at.idx);
         }
         // Keep an eighth of the cache free, so that entering rarely waits for an eviction.
-        if registry.occupied() * 8 >= registry.capacity() * 7 {
-            registry.evict_one(seed.wrapping_add(waited_ms), 16);
+        if cache.occupied() * 8 >= cache.capacity() * 7 {
+            cache.evict_one(seed.wrapping_add(waited_ms), 16);
         }
-        match registry.find_or_insert(key, kind, created_with, now_ms) {
+        match cache.find_or_insert(key, kind, created_with, now_ms) {
             Ok(at) => return at,
             Err(Full) => {
-                registry.evict_one(seed.wrapping_mul(31).wrapping_add(waited_ms), 64);
+                cache.evict_one(seed.wrapping_mul(31).wrapping_add(waited_ms), 64);
             }
         }
         drop(lock);
@@ -218,12 +218,12 @@ fn cache_slot(key: Key, kind: Kind, created_with: CreationLayout) -> SlotRef {
                 Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
                 format!(
                     "the cache of sequences is full: all {} entries are in use",
-                    registry.capacity()
+                    cache.capacity()
                 ),
             )
             .detail(format!(
                 "{} evicted entries wait for calls still using them to end.",
-                registry.evicted_in_use()
+                cache.evicted_in_use()
             ))
             .hint("Raise snowflake.max_sequences and restart.")
             .raise();

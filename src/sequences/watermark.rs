@@ -10,9 +10,9 @@ use std::sync::atomic::{fence, Ordering};
 
 use pgrx::pg_sys::{self, Oid};
 
+use crate::core::cache::{Cache, Key, SlotRef};
 use crate::core::identity::{Kind, SequenceName};
 use crate::core::inflight::{Held, Holding, Seen, Value};
-use crate::core::registry::{Key, Registry, SlotRef};
 use crate::pg::errors::{error, Code};
 use crate::pg::{procs, shmem};
 use crate::sequences::catalog::{self, Opened};
@@ -22,7 +22,7 @@ use crate::sequences::{durable, lookup, privileges};
 /// Where a kind's sequence stands, as a lowest next value.
 pub trait Floors {
     /// From its cache entry in slot `at`, if that holds it.
-    fn cached(&self, registry: &Registry<'_>, at: SlotRef) -> Option<Value>;
+    fn cached(&self, cache: &Cache<'_>, at: SlotRef) -> Option<Value>;
     /// From the lease its relation held (`None`: fresh), for a sequence not in the cache.
     fn durable(&self, opened: &Opened, lease: Option<i64>) -> Value;
 }
@@ -49,12 +49,12 @@ pub fn watermark(name: SequenceName<'_>, floors: &dyn Floors) -> Value {
         relid: relid.to_u32(),
         filenode: opened.filenode,
     };
-    let registry = lookup::registry();
-    let stands = registry
+    let cache = lookup::cache();
+    let stands = cache
         .find(key)
-        .and_then(|at| floors.cached(&registry, at))
+        .and_then(|at| floors.cached(&cache, at))
         .unwrap_or_else(|| floors.durable(&opened, lease));
-    drop(registry);
+    drop(cache);
     // The values in flight after where the sequence stands (see `core::inflight`).
     fence(Ordering::SeqCst);
     stands.min(lowest_held(Held {

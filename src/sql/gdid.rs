@@ -9,7 +9,7 @@ use pgrx::pg_sys::{self, Datum};
 use crate::core::dbtext::DbText;
 use crate::core::gdid::compact::{self, DecodeError};
 use crate::core::gdid::counter::{GdidState, Taken};
-use crate::core::gdid::handle::{GdidSeq, Plan};
+use crate::core::gdid::gdid_slot::{GdidSeq, Plan};
 use crate::core::gdid::value::{Gdid, ParseError, Part, SIZE};
 use crate::core::identity::{gdid_names, Kind, SequenceName};
 use crate::core::inflight::Held;
@@ -235,13 +235,13 @@ fn next_without_waiting(call: Call<'_>) -> Option<Gdid> {
         return None;
     }
     let (authority, era, check) = node::authority_now()?;
-    let registry = shmem::registry()?;
+    let cache = shmem::cache()?;
     let at = callsite::cached_slot::<2>(call)?;
     // The transaction's first gdid of the sequence is published as in flight first.
     if !inflight::published(at) {
         return None;
     }
-    let seq = registry.seq::<GdidState>(at)?;
+    let seq = cache.seq::<GdidState>(at)?;
     let t = seq.try_take(1).ok()?;
     // Under a claimed authority every gdid is of the claim's era (see `take`), and of a claim
     // still held (else the slow path says why).
@@ -267,12 +267,12 @@ fn next(call: Call<'_>) -> Gdid {
     loop {
         let r = callsite::resolved(
             call,
-            |at| lookup::registry().seq::<GdidState>(at).is_some(),
+            |at| lookup::cache().seq::<GdidState>(at).is_some(),
             |[scope, sequence]| resolved(scope, sequence, Purpose::Generate),
         );
-        // Pinned after resolving, which may wait: see `shmem::refresh_epoch`.
-        let registry = lookup::registry();
-        match registry
+        // Pinned after resolving, which may wait: see `shmem::refresh_phase`.
+        let cache = lookup::cache();
+        match cache
             .seq::<GdidState>(r.at)
             .ok_or(Missed::Evicted)
             .and_then(|seq| in_flight(seq, &r, authority, era, 1, fallback_of(looked, &r)))
@@ -285,7 +285,7 @@ fn next(call: Call<'_>) -> Gdid {
             // Evicted from the cache since the call site resolved it: resolve again.
             Err(Missed::Evicted) => {}
             Err(Missed::Fallback) => {
-                drop(registry);
+                drop(cache);
                 looked = Some((r.relid, fallback::gdid_floor(r.relid, authority)));
             }
         }
@@ -338,7 +338,7 @@ fn in_flight(
 /// already stored in its columns: `looked`, the fallback, must have been looked for (see
 /// [`Missed::Fallback`]).
 ///
-/// Under a claimed authority (`claimed_era`), every gdid is of the claim's era: the registry
+/// Under a claimed authority (`claimed_era`), every gdid is of the claim's era: the cache
 /// gives each new holder of an authority an era above every era earlier holders used, so that
 /// this server's counters cannot meet theirs. A sequence still in an earlier era moves on to
 /// the claim's; one past it (its era's counters used up) cannot go on under this claim.
@@ -435,8 +435,8 @@ fn advance(name: SequenceName<'_>, past: Gdid) {
             SequenceName::Gdid { scope, sequence } => resolved(scope, sequence, Purpose::Advance),
             SequenceName::Snowflake(_) => unreachable!("gdid_advance names a gdid sequence"),
         };
-        let registry = lookup::registry();
-        let Some(seq) = registry.seq::<GdidState>(r.at) else {
+        let cache = lookup::cache();
+        let Some(seq) = cache.seq::<GdidState>(r.at) else {
             continue; // evicted meanwhile
         };
         let _lock = durable::lock_extensions(r.key.hash());
@@ -472,8 +472,8 @@ fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
             let mut looked = None;
             let t = loop {
                 let r = resolved(scope, sequence, Purpose::Generate);
-                let registry = lookup::registry();
-                match registry
+                let cache = lookup::cache();
+                match cache
                     .seq::<GdidState>(r.at)
                     .ok_or(Missed::Evicted)
                     .and_then(|seq| in_flight(seq, &r, authority, era, n, fallback_of(looked, &r)))
@@ -482,7 +482,7 @@ fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
                     // Evicted meanwhile: resolve again.
                     Err(Missed::Evicted) => {}
                     Err(Missed::Fallback) => {
-                        drop(registry);
+                        drop(cache);
                         looked = Some((r.relid, fallback::gdid_floor(r.relid, authority)));
                     }
                 }
@@ -533,19 +533,17 @@ fn state_row(
         .and_then(|l| l.read().ok())
         .flatten()
         .and_then(lease::gdid_from_value);
-    let key = crate::core::registry::Key {
+    let key = crate::core::cache::Key {
         db: lookup::current_db(),
         relid: seq.to_u32(),
         filenode: opened.filenode,
     };
     // Without the library preloaded there is no cache: the catalog's part only.
     // Pinned while the stats are read: the slot is not reused meanwhile.
-    let pinned = shmem::registry();
-    let cached = pinned.as_ref().and_then(|registry| {
-        registry
-            .find(key)
-            .and_then(|at| registry.seq::<GdidState>(at))
-    });
+    let pinned = shmem::cache();
+    let cached = pinned
+        .as_ref()
+        .and_then(|cache| cache.find(key).and_then(|at| cache.seq::<GdidState>(at)));
     match cached.map(|c| c.stats()) {
         Some(s) => emit((
             Some(scope),

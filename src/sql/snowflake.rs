@@ -10,8 +10,8 @@ use crate::core::lease::{self, Lease};
 use crate::core::sightings::What;
 use crate::core::snowflake::clock::{self, Bounds, Refusal, Reservation};
 use crate::core::snowflake::epoch::{format_utc, pg_timestamp_to_unix_ms, unix_ms_to_pg_timestamp};
-use crate::core::snowflake::handle::{Miss, SnowflakeSeq, SnowflakeState};
 use crate::core::snowflake::layout::{preset, preset_names, Layout, Parts};
+use crate::core::snowflake::snowflake_slot::{Miss, SnowflakeSeq, SnowflakeState};
 use crate::core::wallclock;
 use crate::pg::errors::{error, Clipped, Code};
 use crate::sequences::fallback::{self, fallback_of, Missed};
@@ -141,14 +141,14 @@ fn next_without_waiting(call: Call<'_>) -> Option<i64> {
     if unsafe { pg_sys::XactReadOnly } || detection::refused(What::Node) {
         return None;
     }
-    let (server, registry) = (guc::server()?, shmem::registry()?);
+    let (server, cache) = (guc::server()?, shmem::cache()?);
     let (node, check) = node::node_now(server)?;
     let at = callsite::cached_slot::<1>(call)?;
     // The transaction's first ID of the sequence is published as in flight first.
     if !inflight::published(at) {
         return None;
     }
-    let seq = registry.seq::<SnowflakeState>(at)?;
+    let seq = cache.seq::<SnowflakeState>(at)?;
     let bounds = seq.bounds(&server.layout, node::max_clock_ahead_ms(server));
     let r = seq.try_reserve(&server.layout, 1, &bounds).ok()?;
     // A claim that ended meanwhile: the slow path says so (the tick is dropped).
@@ -171,12 +171,12 @@ fn next(call: Call<'_>) -> i64 {
     loop {
         let r = callsite::resolved(
             call,
-            |at| lookup::registry().seq::<SnowflakeState>(at).is_some(),
+            |at| lookup::cache().seq::<SnowflakeState>(at).is_some(),
             |[name]| resolved(name, &server.layout),
         );
-        // Pinned after resolving, which may wait: see `shmem::refresh_epoch`.
-        let registry = lookup::registry();
-        match registry
+        // Pinned after resolving, which may wait: see `shmem::refresh_phase`.
+        let cache = lookup::cache();
+        match cache
             .seq::<SnowflakeState>(r.at)
             .ok_or(Missed::Evicted)
             .and_then(|seq| in_flight(&server.layout, seq, &r, 1, fallback_of(looked, &r), node))
@@ -189,7 +189,7 @@ fn next(call: Call<'_>) -> i64 {
             // Evicted from the cache since the call site resolved it: resolve again.
             Err(Missed::Evicted) => {}
             Err(Missed::Fallback) => {
-                drop(registry);
+                drop(cache);
                 looked = Some((r.relid, look_for_fallback(&server.layout, node, &r)));
             }
         }
@@ -197,7 +197,7 @@ fn next(call: Call<'_>) -> i64 {
 }
 
 /// The first millisecond above this node's stored keys in the columns of fresh sequence `r`
-/// (see `fallback`), looked for from a second before the clock; outside the cache's epoch.
+/// (see `fallback`), looked for from a second before the clock; outside the cache's phase.
 fn look_for_fallback(layout: &Layout, node: u32, r: &Resolved) -> Option<u64> {
     let now = layout
         .ms_since_epoch(wallclock::precise_unix_ms())
@@ -230,8 +230,8 @@ fn next_batch(call: Call<'_>, name: &[u8], n: i32) -> Datum {
             let mut looked = None;
             let t = loop {
                 let r = resolved(name, &server.layout);
-                let registry = lookup::registry();
-                match registry
+                let cache = lookup::cache();
+                match cache
                     .seq::<SnowflakeState>(r.at)
                     .ok_or(Missed::Evicted)
                     .and_then(|seq| {
@@ -241,7 +241,7 @@ fn next_batch(call: Call<'_>, name: &[u8], n: i32) -> Datum {
                     // Evicted meanwhile: resolve again.
                     Err(Missed::Evicted) => {}
                     Err(Missed::Fallback) => {
-                        drop(registry);
+                        drop(cache);
                         looked = Some((r.relid, look_for_fallback(&server.layout, node, &r)));
                     }
                 }
@@ -570,17 +570,17 @@ fn state_row(
     // Without the library preloaded there is no cache: the catalog's part only.
     let node = guc::server().and_then(node::node_now).map(|(n, _)| n);
     let now_ms = wallclock::precise_unix_ms();
-    let key = crate::core::registry::Key {
+    let key = crate::core::cache::Key {
         db: lookup::current_db(),
         relid: seq.to_u32(),
         filenode: opened.filenode,
     };
     // Pinned while the stats are read: the slot is not reused meanwhile.
-    let pinned = shmem::registry();
-    let cached = pinned.as_ref().and_then(|registry| {
-        registry
+    let pinned = shmem::cache();
+    let cached = pinned.as_ref().and_then(|cache| {
+        cache
             .find(key)
-            .and_then(|at| registry.seq::<SnowflakeState>(at))
+            .and_then(|at| cache.seq::<SnowflakeState>(at))
     });
     let Some(s) = cached.map(|c| c.stats()) else {
         emit((

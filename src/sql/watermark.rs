@@ -2,16 +2,16 @@
 //! of the views of what holds them back. Each is declared once, below; their SQL is in
 //! snowflake.sql and gdid.sql.
 
+use crate::core::cache::{Cache, SlotRef};
 use crate::core::gdid::counter::GdidState;
-use crate::core::gdid::handle::GdidSeq;
+use crate::core::gdid::gdid_slot::GdidSeq;
 use crate::core::gdid::value::{Gdid, MAX_COUNTER};
 use crate::core::identity::{Kind, SequenceName};
 use crate::core::inflight::Value;
 use crate::core::lease;
-use crate::core::registry::{Registry, SlotRef};
 use crate::core::snowflake::epoch::unix_ms_to_pg_timestamp;
-use crate::core::snowflake::handle::{SnowflakeSeq, SnowflakeState};
 use crate::core::snowflake::layout::Layout;
+use crate::core::snowflake::snowflake_slot::{SnowflakeSeq, SnowflakeState};
 use crate::node;
 use crate::sequences::catalog::Opened;
 use crate::sequences::lookup;
@@ -116,9 +116,9 @@ struct SnowflakeFloors {
 }
 
 impl Floors for SnowflakeFloors {
-    fn cached(&self, registry: &Registry<'_>, at: SlotRef) -> Option<Value> {
+    fn cached(&self, cache: &Cache<'_>, at: SlotRef) -> Option<Value> {
         Some(snowflake_floor(
-            &registry.seq::<SnowflakeState>(at)?,
+            &cache.seq::<SnowflakeState>(at)?,
             self.node,
         ))
     }
@@ -141,8 +141,8 @@ struct GdidFloors {
 }
 
 impl Floors for GdidFloors {
-    fn cached(&self, registry: &Registry<'_>, at: SlotRef) -> Option<Value> {
-        Some(gdid_floor(&registry.seq::<GdidState>(at)?, self.authority))
+    fn cached(&self, cache: &Cache<'_>, at: SlotRef) -> Option<Value> {
+        Some(gdid_floor(&cache.seq::<GdidState>(at)?, self.authority))
     }
 
     fn durable(&self, _: &Opened, stored: Option<i64>) -> Value {
