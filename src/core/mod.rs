@@ -7,6 +7,7 @@
 pub mod cache;
 pub mod citus;
 pub mod claim;
+pub mod crc32c;
 pub mod dbtext;
 pub mod gdid;
 pub mod identity;
