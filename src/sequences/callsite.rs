@@ -11,9 +11,9 @@ use pgrx::pg_sys::{self, Oid};
 
 use crate::core::cache::SlotRef;
 use crate::core::identity::MAX_NAME_LEN;
+use crate::pg::fmgr::{self, Call};
 use crate::pg::pgcompat;
 use crate::sequences::resolve::{self, Resolved};
-use crate::sql::fmgr::{self, Call};
 
 /// Longest run of names: a gdid scope and sequence, each after its length byte.
 const NAMES_LEN: usize = 2 * (MAX_NAME_LEN + 1);

@@ -1,14 +1,12 @@
 //! The SQL face: every SQL function's declaration (`sqlfn`, one per function, checked against
-//! the `CREATE FUNCTION` statements of `snowflake.sql` and `gdid.sql`), the V1 calling
-//! convention (`fmgr`), the thin SQL-facing functions of each kind and their watermarks, and the C symbols of
-//! earlier releases (`compat`).
+//! the `CREATE FUNCTION` statements of `snowflake.sql` and `gdid.sql`), the thin SQL-facing
+//! functions of each kind and their watermarks, and the C symbols of earlier releases
+//! (`compat`). The calling convention they use is plumbing (`pg::fmgr`).
 
 pub(crate) mod compat;
 pub(crate) mod containment;
-pub(crate) mod fmgr;
 pub(crate) mod forms;
 pub(crate) mod gdid;
-pub(crate) mod gdid_datum;
 pub(crate) mod gdid_ops;
 pub(crate) mod node;
 pub(crate) mod snowflake;

@@ -14,10 +14,10 @@ use crate::core::snowflake::layout::{preset, preset_names, Layout, Parts};
 use crate::core::snowflake::snowflake_slot::{Miss, SnowflakeSeq, SnowflakeState};
 use crate::core::wallclock;
 use crate::pg::errors::{error, Clipped, Code};
+use crate::pg::fmgr::{self, Call};
 use crate::sequences::fallback::{self, fallback_of, Missed};
 use crate::sequences::resolve::{resolve, Purpose, Resolved};
 use crate::sequences::{callsite, catalog, durable, inflight, lifecycle, privileges};
-use crate::sql::fmgr::{self, Call};
 use crate::sql::sqlfn::sql_functions;
 use crate::sql::watermark;
 use crate::{
