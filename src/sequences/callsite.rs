@@ -15,8 +15,11 @@ use crate::pg::fmgr::{self, Call};
 use crate::pg::pgcompat;
 use crate::sequences::resolve::{self, Resolved};
 
-/// Longest run of names: a gdid scope and sequence, each after its length byte.
-const NAMES_LEN: usize = 2 * (MAX_NAME_LEN + 1);
+/// Most names a sequence has: a gdid scope and sequence.
+const MAX_NAMES: usize = 2;
+
+/// Longest run of names, each after its length byte.
+const NAMES_LEN: usize = MAX_NAMES * (MAX_NAME_LEN + 1);
 
 #[repr(C)]
 struct CallSiteCache {
@@ -46,22 +49,27 @@ fn encode(names: &[&[u8]], out: &mut [u8; NAMES_LEN]) -> Option<usize> {
     Some(at)
 }
 
-/// The sequence named by the first `N` (text) arguments, from the call site's cache if it
+/// The sequence named by the first `n` (text) arguments, from the call site's cache if it
 /// still holds (and `still_there` says its slot still holds the sequence), else from
 /// `resolve` (which checks the names and raises the errors). Not for set-returning
 /// functions, whose fn_extra belongs to the SRF protocol.
-pub fn resolved<const N: usize>(
+pub fn resolved(
     call: Call<'_>,
+    n: usize,
     still_there: impl FnOnce(SlotRef) -> bool,
-    resolve: impl FnOnce(&[&[u8]; N]) -> Resolved,
+    resolve: impl FnOnce(&[&[u8]]) -> Resolved,
 ) -> Resolved {
-    if let Some(r) = cached::<N>(call) {
+    if let Some(r) = cached(call, n) {
         if still_there(r.at) {
             return r;
         }
     }
-    let names: [&[u8]; N] = std::array::from_fn(|i| call.bytes(i));
-    let resolved = resolve(&names);
+    let mut names: [&[u8]; MAX_NAMES] = [&[]; MAX_NAMES];
+    for (i, name) in names.iter_mut().enumerate().take(n) {
+        *name = call.bytes(i);
+    }
+    let names = &names[..n];
+    let resolved = resolve(names);
     let flinfo = call.flinfo();
     let mut cached = CallSiteCache {
         resolved,
@@ -70,12 +78,12 @@ pub fn resolved<const N: usize>(
         // SAFETY: a plain read of the current user.
         user: unsafe { current_user() },
         // SAFETY: flinfo is this call's.
-        args_are_const: (0..N).all(|i| unsafe { arg_is_const(flinfo, i) }),
+        args_are_const: (0..n).all(|i| unsafe { arg_is_const(flinfo, i) }),
         len: 0,
         names: [0; NAMES_LEN],
     };
     // resolve returned, so the names passed the checks and fit.
-    let Some(len) = encode(&names, &mut cached.names) else {
+    let Some(len) = encode(names, &mut cached.names) else {
         return resolved;
     };
     cached.len = len;
@@ -95,13 +103,13 @@ pub fn resolved<const N: usize>(
 /// The cached slot, if the call site has resolved this call's names in this transaction, for
 /// this user, with no catalog invalidation since (the slot's occupant may have been evicted:
 /// its generation tells). Calls into nothing and cannot fail.
-#[inline]
-pub fn cached_slot<const N: usize>(call: Call<'_>) -> Option<SlotRef> {
-    cached::<N>(call).map(|r| r.at)
+#[inline(always)]
+pub fn cached_slot(call: Call<'_>, n: usize) -> Option<SlotRef> {
+    cached(call, n).map(|r| r.at)
 }
 
-#[inline]
-fn cached<const N: usize>(call: Call<'_>) -> Option<Resolved> {
+#[inline(always)]
+fn cached(call: Call<'_>, n: usize) -> Option<Resolved> {
     // SAFETY: fn_extra is NULL or the CallSiteCache that `resolved` allocated in fn_mcxt,
     // which lives exactly as long as the FmgrInfo.
     let cache = unsafe { (*call.flinfo()).fn_extra.cast::<CallSiteCache>().as_ref()? };
@@ -116,7 +124,7 @@ fn cached<const N: usize>(call: Call<'_>) -> Option<Resolved> {
         return Some(cache.resolved);
     }
     let mut at = 0;
-    for i in 0..N {
+    for i in 0..n {
         // SAFETY: argument i is a non-null text datum (STRICT) that lives for the call.
         let name = unsafe { fmgr::plain_varlena_bytes(call.datum(i).cast_mut_ptr())? };
         let len = usize::from(*cache.names.get(at)?);

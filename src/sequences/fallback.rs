@@ -18,29 +18,8 @@ use crate::core::identity::Kind;
 use crate::core::lease::{self, Lease};
 use crate::core::snowflake::layout::Layout;
 use crate::pg::errors;
-use crate::sequences::resolve::Resolved;
 use crate::sequences::{catalog, depend, name_floors};
 use crate::{core::probe, pg::pgcompat};
-
-/// Why a generator's reservation, made while its backend is in the cache's epoch, did not
-/// happen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Missed {
-    /// The sequence left the cache meanwhile: resolve it again.
-    Evicted,
-    /// The sequence is fresh, and its fallback must be looked for first, outside the epoch:
-    /// reading a table may wait for its lock, and a backend waiting inside the epoch keeps
-    /// every entry evicted meanwhile from reuse, in every database (the cache fills up: 53400).
-    Fallback,
-}
-
-/// The fallback looked for, if it was for the sequence `r` resolved to: the name may have
-/// been dropped and made again since (`looked` holds the relation it was looked for).
-pub fn fallback_of<T: Copy>(looked: Option<(Oid, Option<T>)>, r: &Resolved) -> Option<Option<T>> {
-    looked
-        .filter(|&(relid, _)| relid == r.relid)
-        .map(|(_, found)| found)
-}
 
 /// What the keys of a column are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,8 @@ use crate::core::snowflake::layout::{Layout, LayoutError};
 use crate::core::snowflake::text_forms::{self, FormError};
 use crate::core::snowflake::uuid_v7::{self as snowflake_uuid, UuidError};
 use crate::pg::errors::{self, error, Clipped, Code};
-use crate::sql::snowflake::{layout_range, named_layout, own_layout, parts};
+use crate::sequences::generate::layout_range;
+use crate::sql::snowflake::{named_layout, own_layout, parts};
 use crate::sql::sqlfn::sql_functions;
 
 sql_functions! {

@@ -13,7 +13,6 @@ pub(crate) mod snowflake;
 pub(crate) mod sqlfn;
 #[cfg(test)]
 mod update_check;
-pub(crate) mod watermark;
 
 /// Every SQL function the library declares, by module (see `sqlfn`): a test compares them
 /// with the scripts.
@@ -23,7 +22,6 @@ pub(crate) const SQL_FUNCTIONS: &[&[sqlfn::SqlFunction]] = &[
     gdid::FUNCTIONS,
     gdid_ops::FUNCTIONS,
     node::FUNCTIONS,
-    watermark::FUNCTIONS,
     forms::FUNCTIONS,
     containment::FUNCTIONS,
 ];
