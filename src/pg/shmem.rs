@@ -2,7 +2,7 @@
 //! and the lease extension locks (see `sequences::durable`), and the sightings of logical
 //! replication (see `detection`), and the claims of node numbers from a registry (see
 //! `node::claims`), and the values in flight of each process's transaction (see
-//! `sequences::inflight`). The cache's size comes from `snowflake.max_sequences` and
+//! `sequences::inflight_xact`). The cache's size comes from `snowflake.max_sequences` and
 //! the phases' from the number of backends, so they are requested and attached with
 //! PostgreSQL's hooks directly (`pg_shmem_init!` only sizes Rust types known at compile time).
 //! Nothing is loaded into it at start: sequences enter it as they are used.
@@ -266,12 +266,12 @@ pub fn extension_lock(hash: u64) -> *mut pg_sys::LWLock {
     lock(1 + (hash % STRIPES as u64) as usize)
 }
 
-/// The lock of the floors of names (see `sequences::name_floors`).
+/// The lock of the floors of names (see `sequences::name_floors_xact`).
 pub fn name_floors_lock() -> *mut pg_sys::LWLock {
     lock(1 + STRIPES)
 }
 
-/// The floors of names (see `sequences::name_floors`), used only under
+/// The floors of names (see `sequences::name_floors_xact`), used only under
 /// [`name_floors_lock`]. Only when the library was preloaded.
 pub fn name_floors() -> *mut NameFloors {
     let p = NAME_FLOORS.load(Ordering::Acquire);

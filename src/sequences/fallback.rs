@@ -18,7 +18,7 @@ use crate::core::identity::Kind;
 use crate::core::lease::{self, Lease};
 use crate::core::snowflake::layout::Layout;
 use crate::pg::errors;
-use crate::sequences::{catalog, depend, name_floors};
+use crate::sequences::{catalog, depend, name_floors_xact};
 use crate::{core::probe, pg::pgcompat};
 
 /// What the keys of a column are.
@@ -30,9 +30,9 @@ enum Keys {
 
 /// The first millisecond (since the layout's epoch) after every stored key of node `node`
 /// from millisecond `from_ms` on, over every column of sequence `seq`, and after every ID a
-/// relation of its name handed out in a transaction that did not commit (see `name_floors`).
+/// relation of its name handed out in a transaction that did not commit (see `name_floors_xact`).
 pub fn snowflake_floor(seq: Oid, layout: &Layout, node: u32, from_ms: u64) -> Option<u64> {
-    let uncommitted = name_floors::floor(Kind::Snowflake, seq)
+    let uncommitted = name_floors_xact::floor(Kind::Snowflake, seq)
         .map(|v| lease::snowflake_from_value(layout.epoch_ms, v));
     let stored = columns(seq)
         .into_iter()
@@ -50,9 +50,9 @@ pub fn snowflake_floor(seq: Oid, layout: &Layout, node: u32, from_ms: u64) -> Op
 
 /// The lease that covers every stored key of authority `authority` over every column of
 /// sequence `seq`, and every gdid a relation of its name handed out in a transaction that did
-/// not commit (see `name_floors`).
+/// not commit (see `name_floors_xact`).
 pub fn gdid_floor(seq: Oid, authority: u8) -> Option<Lease> {
-    let uncommitted = name_floors::floor(Kind::Gdid, seq).and_then(lease::gdid_from_value);
+    let uncommitted = name_floors_xact::floor(Kind::Gdid, seq).and_then(lease::gdid_from_value);
     let stored = columns(seq)
         .into_iter()
         .filter_map(|(rel, attnum)| {

@@ -34,7 +34,7 @@ use crate::pg::fmgr::Call;
 use crate::pg::shmem;
 use crate::sequences::catalog::{self, Opened};
 use crate::sequences::resolve::{resolve, Purpose, Resolved};
-use crate::sequences::{callsite, durable, fallback, inflight, lookup, prerequisites};
+use crate::sequences::{callsite, durable, fallback, inflight_xact, lookup, prerequisites};
 
 /// Longest a reservation waits, in all, for the wall clock to catch up (a sequence run
 /// ahead of it by a burst) before it refuses with an error.
@@ -191,7 +191,7 @@ fn without_waiting<G: Generator>(call: Call<'_>) -> Option<G::Output> {
     let (g, check) = G::now(guc::server()?)?;
     let cache = shmem::cache()?;
     let at = callsite::cached_slot(call, names_of(G::State::KIND))?;
-    if !inflight::published(at) {
+    if !inflight_xact::published(at) {
         return None;
     }
     let Attempt::Taken(t) = g.attempt(cache.seq::<G::State>(at)?, 1) else {
@@ -230,7 +230,7 @@ fn reserve<G: Generator>(function: &str, names: Names<'_>, n: u64) -> Reserved<G
             relid: r.key.relid,
             kind: G::State::KIND,
         };
-        let entry = inflight::hold(r.at, held, stands(g, seq));
+        let entry = inflight_xact::hold(r.at, held, stands(g, seq));
         if !seq.is_current() {
             continue;
         }
@@ -241,8 +241,8 @@ fn reserve<G: Generator>(function: &str, names: Names<'_>, n: u64) -> Reserved<G
             Ok(t) => {
                 // Only now does the entry hold the transaction's first value: a reservation
                 // that failed (an ERROR a savepoint caught) leaves it lower, and the fast path
-                // out (`inflight::raise`).
-                inflight::raise(entry, g.order(t));
+                // out (`inflight_xact::raise`).
+                inflight_xact::raise(entry, g.order(t));
                 // The reservation may have waited: the number must still be this server's.
                 check.confirm();
                 return Reserved { g, t, next: 0, n };

@@ -6,7 +6,7 @@
 //! entry once per call site and transaction (`resolve`, `callsite`), with PostgreSQL's
 //! privileges on the relation (`privileges`), and the column defaults that name it (`naming`)
 //! are recorded as its dependents (`depend`, `defaults`). The values each transaction holds
-//! in flight are published for the watermarks (`inflight`, `watermark`).
+//! in flight are published for the watermarks (`inflight_xact`, `watermark`).
 pub mod callsite;
 pub mod catalog;
 pub mod creator;
@@ -16,10 +16,10 @@ pub mod depend;
 pub mod durable;
 pub mod fallback;
 pub mod generate;
-pub mod inflight;
+pub mod inflight_xact;
 pub mod lifecycle;
 pub mod lookup;
-pub mod name_floors;
+pub mod name_floors_xact;
 pub mod naming;
 pub mod prerequisites;
 pub mod privileges;

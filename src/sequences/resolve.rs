@@ -113,7 +113,7 @@ fn check(
 ) {
     // A sequence the transaction made hands values out only in the transaction that made the
     // extension's schema too (a first migration): there the name keeps a floor should it roll
-    // back (`name_floors`), which is no other role's to plant (CREATE EXTENSION takes a
+    // back (`name_floors_xact`), which is no other role's to plant (CREATE EXTENSION takes a
     // superuser). Any other, made by hand in the transaction, waits for its commit.
     if opened.made_in_this_transaction && !schema_made_here {
         error(

@@ -1,5 +1,6 @@
-//! This process's values in flight (see `core::inflight`): a generator publishes its
-//! transaction's entry for a sequence before the transaction's first reservation from it, and
+//! The values in flight of this process's transaction (the table of every process's is
+//! `core::inflight`): a generator publishes the transaction's entry for a sequence before the
+//! transaction's first reservation from it, and
 //! the entries go when the transaction ends, or move to the prepared transaction at PREPARE
 //! TRANSACTION. What a transaction has published is also kept here, per cache slot, so that
 //! every later value of the transaction costs the fast path one comparison.

@@ -1,5 +1,5 @@
-//! The floors of names whose relation this transaction made and generated from (see
-//! `core::name_floors`): reserved with every lease such a relation takes, brought down at a
+//! The floors of names whose relation this transaction made and generated from (the table of
+//! every transaction's is `core::name_floors`): reserved with every lease such a relation takes, brought down at a
 //! rollback to exactly what was handed out, read by the fallback of a fresh relation, and
 //! forgotten when the transaction commits.
 //!
