@@ -161,10 +161,6 @@ impl Slot {
         }
     }
 
-    pub fn kind(&self) -> Option<Kind> {
-        Kind::from_u8(self.meta().kind)
-    }
-
     /// The layout its relation's definition records (see `sequences::catalog`).
     pub fn created_with(&self) -> CreationLayout {
         self.meta().created_with
@@ -221,10 +217,6 @@ impl<S: SlotState> Copy for Seq<'_, S> {}
 impl<'a, S: SlotState> Seq<'a, S> {
     pub fn at(&self) -> SlotRef {
         self.at
-    }
-
-    pub fn idx(&self) -> usize {
-        self.at.idx
     }
 
     pub fn slot(&self) -> &'a Slot {

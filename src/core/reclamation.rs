@@ -57,11 +57,6 @@ impl<'a> Phases<'a> {
         }
     }
 
-    /// How many backends have an entry.
-    pub fn capacity(&self) -> usize {
-        self.active.len()
-    }
-
     /// Backend `me` starts using the table; false if it has no entry (it must not then).
     pub fn enter(&self, me: usize) -> bool {
         let Some(entry) = self.active.get(me) else {

@@ -230,7 +230,7 @@ fn reserve<G: Generator>(function: &str, names: Names<'_>, n: u64) -> Reserved<G
             relid: r.key.relid,
             kind: G::State::KIND,
         };
-        let entry = inflight_xact::hold(r.at, held, stands(g, seq));
+        let entry = inflight_xact::hold(seq.at(), held, stands(g, seq));
         if !seq.is_current() {
             continue;
         }

@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use crate::core::cache::{Seq, SlotState};
-use crate::core::identity::{CreationLayout, Kind};
+use crate::core::identity::Kind;
 use crate::core::lease::Lease;
 use crate::core::snowflake::clock::{self, Bounds, Refusal, Reservation};
 use crate::core::snowflake::layout::Layout;
@@ -114,12 +114,6 @@ impl SnowflakeSeq<'_> {
     pub fn layout(&self) -> Layout {
         let c = self.slot().created_with();
         Layout::own(c.node_bits, c.epoch_ms)
-    }
-
-    /// Whether the sequence was created under `layout` (the server's now). Its state counts
-    /// ticks of the layout it was created with, so this comes before anything reads them.
-    pub fn created_under(&self, layout: &Layout) -> bool {
-        self.slot().created_with() == creation_layout(layout)
     }
 
     /// The bounds of a reservation now. The lease only grows while the server runs, so a
@@ -261,22 +255,30 @@ impl SnowflakeSeq<'_> {
     }
 }
 
-/// What a new sequence records of the server's layout.
-pub fn creation_layout(layout: &Layout) -> CreationLayout {
-    CreationLayout {
-        epoch_ms: layout.epoch_ms,
-        node_bits: layout.node_bits,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::core::cache::tests::{key, table};
     use crate::core::identity::CreationLayout;
-    use crate::core::snowflake::epoch::DEFAULT_EPOCH_MS;
+    use crate::core::snowflake::layout::DEFAULT_EPOCH_MS;
 
     const LAYOUT: Layout = Layout::own(10, DEFAULT_EPOCH_MS);
+
+    /// What a new sequence records of the server's layout.
+    fn creation_layout(layout: &Layout) -> CreationLayout {
+        CreationLayout {
+            epoch_ms: layout.epoch_ms,
+            node_bits: layout.node_bits,
+        }
+    }
+
+    impl SnowflakeSeq<'_> {
+        /// Whether the sequence was created under `layout` (the server's now). Its state counts
+        /// ticks of the layout it was created with, so this comes before anything reads them.
+        fn created_under(&self, layout: &Layout) -> bool {
+            self.slot().created_with() == creation_layout(layout)
+        }
+    }
 
     fn with_seq(test: impl FnOnce(SnowflakeSeq<'_>)) {
         let t = table(2);
