@@ -313,33 +313,41 @@ pub fn holders() -> Option<Holders<'static>> {
 /// The table for a call, or `None` when the library was not preloaded. The backend is in the
 /// current phase (see the module's comment) until the returned value is dropped; the slots
 /// found through it may be used until then, and only by generation after that.
-#[inline]
+///
+/// Every generated value comes through here and through the drop, so both are a handful of
+/// loads and stores of this process's own statics, the phases found once and kept in the
+/// [`Pinned`], this process's entry found at its first entry ([`ME`]).
+#[inline(always)]
 pub fn cache() -> Option<Pinned> {
-    let cache = unpinned_cache()?;
+    let phases = phases()?;
+    let cache = table(phases)?;
     // Loads and stores, never read-modify-writes: these flags are this process's own, and a
     // locked instruction per flag would cost the generators' fast path more than entering does.
     let pins = PINS.load(Ordering::Relaxed);
     if pins == 0 {
-        enter();
+        enter(&phases);
     }
     PINS.store(pins + 1, Ordering::Relaxed);
-    Some(Pinned { cache })
+    Some(Pinned { cache, phases })
 }
 
 /// The table, with this backend in the current phase while it lives.
 pub struct Pinned {
     cache: Cache<'static>,
+    phases: Phases<'static>,
 }
 
 impl std::ops::Deref for Pinned {
     type Target = Cache<'static>;
 
+    #[inline(always)]
     fn deref(&self) -> &Cache<'static> {
         &self.cache
     }
 }
 
 impl Drop for Pinned {
+    #[inline(always)]
     fn drop(&mut self) {
         // Also when an ERROR unwinds the call (pgrx raises it as a panic through these
         // frames); the end of the transaction leaves in any case.
@@ -347,16 +355,16 @@ impl Drop for Pinned {
             0 => {}
             1 => {
                 PINS.store(0, Ordering::Relaxed);
-                leave();
+                self.phases.exit(ME.load(Ordering::Relaxed));
             }
             n => PINS.store(n - 1, Ordering::Relaxed),
         }
     }
 }
 
-/// The table without entering a phase: for reading statistics that hold no slot across
-/// calls.
-fn unpinned_cache() -> Option<Cache<'static>> {
+/// The table over `phases`, without entering one.
+#[inline(always)]
+fn table(phases: Phases<'static>) -> Option<Cache<'static>> {
     let ptr = SLOTS.load(Ordering::Acquire);
     if ptr.is_null() {
         return None;
@@ -365,9 +373,10 @@ fn unpinned_cache() -> Option<Cache<'static>> {
     // SAFETY: ptr points at `len` initialised slots in shared memory that lives as long as
     // the process; Slot is Sync and all its mutation goes through atomics.
     let slots = unsafe { std::slice::from_raw_parts(ptr, len) };
-    Some(Cache::new(slots, phases()?))
+    Some(Cache::new(slots, phases))
 }
 
+#[inline(always)]
 fn phases() -> Option<Phases<'static>> {
     let ptr = PHASES.load(Ordering::Acquire);
     if ptr.is_null() {
@@ -388,10 +397,13 @@ fn phases() -> Option<Phases<'static>> {
 }
 
 /// How many live [`Pinned`] this backend has (calls may nest: a first use reads tables whose
-/// DEFAULT may generate). Process-local: a backend is one thread.
+/// DEFAULT may generate); more than none only while its phase entry is set. Process-local: a
+/// backend is one thread.
 static PINS: AtomicUsize = AtomicUsize::new(0);
-/// Whether this backend's phase entry is set.
-static ENTERED: AtomicBool = AtomicBool::new(false);
+/// This process's entry among the phases, once it has entered (see [`my_entry`]); until then
+/// [`NOT_YET`], and the next entry registers what a first entry must.
+static ME: AtomicUsize = AtomicUsize::new(NOT_YET);
+const NOT_YET: usize = usize::MAX;
 static CALLBACKS: AtomicBool = AtomicBool::new(false);
 /// Whether this process is registered for the reclaimers' barriers, and enters without a
 /// fence (see `phases`).
@@ -403,7 +415,15 @@ static BARRIERS: AtomicBool = AtomicBool::new(false);
 
 /// This process's entry among the phases (and its holder of values in flight): its PGPROC
 /// number.
+#[inline]
 pub fn my_entry() -> Option<usize> {
+    match ME.load(Ordering::Relaxed) {
+        NOT_YET => my_proc_number(),
+        me => Some(me),
+    }
+}
+
+fn my_proc_number() -> Option<usize> {
     #[cfg(feature = "pg15")]
     // SAFETY: MyProc is NULL or this process's PGPROC.
     let n = unsafe { pg_sys::MyProc.as_ref().map(|p| p.pgprocno) };
@@ -413,16 +433,15 @@ pub fn my_entry() -> Option<usize> {
     n.and_then(|n| usize::try_from(n).ok())
 }
 
-#[inline]
-fn enter() {
-    let Some(phases) = phases() else { return };
-    if !CALLBACKS.load(Ordering::Relaxed) {
-        first_entry();
+#[inline(always)]
+fn enter(phases: &Phases<'_>) {
+    let me = ME.load(Ordering::Relaxed);
+    if me == NOT_YET {
+        return first_entry(phases);
     }
-    if !my_entry().is_some_and(|me| enter_at(&phases, me)) {
+    if !enter_at(phases, me) {
         no_entry();
     }
-    ENTERED.store(true, Ordering::Relaxed);
 }
 
 /// Enters `me` the cheapest way this process may (see `phases`).
@@ -436,19 +455,25 @@ fn enter_at(phases: &Phases<'_>, me: usize) -> bool {
 }
 
 /// What this process does before it first enters: the callbacks that leave, and receiving
-/// the reclaimers' barriers where the server offers them.
+/// the reclaimers' barriers where the server offers them; then it enters.
 #[cold]
-fn first_entry() {
-    // SAFETY: registered once per process (marked only once both are: an ERROR in between
-    // tries again at the next entry, and a second transaction callback only leaves twice);
-    // the callbacks live as long as the process.
-    unsafe {
-        pg_sys::RegisterXactCallback(Some(at_transaction_end), null_mut());
-        pg_sys::before_shmem_exit(Some(at_exit), pg_sys::Datum::from(0));
+fn first_entry(phases: &Phases<'_>) {
+    if !CALLBACKS.load(Ordering::Relaxed) {
+        // SAFETY: registered once per process (marked only once both are: an ERROR in
+        // between tries again at the next entry, and a second transaction callback only
+        // leaves twice); the callbacks live as long as the process.
+        unsafe {
+            pg_sys::RegisterXactCallback(Some(at_transaction_end), null_mut());
+            pg_sys::before_shmem_exit(Some(at_exit), pg_sys::Datum::from(0));
+        }
+        CALLBACKS.store(true, Ordering::Relaxed);
+        let receives = BARRIERS.load(Ordering::Relaxed) && membarrier::register();
+        RECEIVES_BARRIERS.store(receives, Ordering::Relaxed);
     }
-    CALLBACKS.store(true, Ordering::Relaxed);
-    let receives = BARRIERS.load(Ordering::Relaxed) && membarrier::register();
-    RECEIVES_BARRIERS.store(receives, Ordering::Relaxed);
+    let Some(me) = my_proc_number().filter(|&me| enter_at(phases, me)) else {
+        no_entry()
+    };
+    ME.store(me, Ordering::Relaxed);
 }
 
 #[cold]
@@ -467,18 +492,19 @@ fn no_entry() -> ! {
 /// this backend pinned too (a first use whose reading of tables generates), it may hold a
 /// slot, and nothing changes.
 pub fn refresh_phase() {
-    if PINS.load(Ordering::Relaxed) == 1 && ENTERED.load(Ordering::Relaxed) {
-        if let (Some(phases), Some(me)) = (phases(), my_entry()) {
-            enter_at(&phases, me);
+    if PINS.load(Ordering::Relaxed) == 1 {
+        if let Some(phases) = phases() {
+            enter_at(&phases, ME.load(Ordering::Relaxed));
         }
     }
 }
 
+/// Leaves the phase whatever the pins (the end of the transaction, of the process).
 fn leave() {
-    if ENTERED.load(Ordering::Relaxed) {
-        ENTERED.store(false, Ordering::Relaxed);
-        if let (Some(phases), Some(me)) = (phases(), my_entry()) {
-            phases.exit(me);
+    if PINS.load(Ordering::Relaxed) != 0 {
+        PINS.store(0, Ordering::Relaxed);
+        if let Some(phases) = phases() {
+            phases.exit(ME.load(Ordering::Relaxed));
         }
     }
 }
@@ -496,7 +522,6 @@ unsafe extern "C-unwind" fn at_transaction_end(event: pg_sys::XactEvent::Type, _
     ) {
         // Every call has ended by now; should a pin have been lost on the way, it must not
         // keep the cache's evicted slots from reuse for the rest of the backend's life.
-        PINS.store(0, Ordering::Relaxed);
         leave();
     }
 }

@@ -12,7 +12,6 @@ use pgrx::pg_sys::{self, Oid};
 use crate::core::cache::SlotRef;
 use crate::core::identity::MAX_NAME_LEN;
 use crate::pg::fmgr::{self, Call};
-use crate::pg::pgcompat;
 use crate::sequences::resolve::{self, Resolved};
 
 /// Most names a sequence has: a gdid scope and sequence.
@@ -24,14 +23,16 @@ const NAMES_LEN: usize = MAX_NAMES * (MAX_NAME_LEN + 1);
 #[repr(C)]
 struct CallSiteCache {
     resolved: Resolved,
-    /// The transaction it was resolved in (its lock lasts as long), the invalidations it had
-    /// seen, and the user it was checked for.
-    lxid: u32,
+    /// The invalidations (and ends of transactions: its lock lasts one) it had seen, and the
+    /// user it was checked for.
     invalidations: u64,
     user: Oid,
     /// Every name argument is a constant in the expression: they cannot change between calls
     /// of this FmgrInfo, so the names need not be compared again.
     args_are_const: bool,
+    /// The transaction has published its value in flight of the sequence (see
+    /// `inflight_xact`), which lasts as long as the transaction, as the cache does.
+    published: bool,
     /// The names, each preceded by its length.
     len: usize,
     names: [u8; NAMES_LEN],
@@ -73,12 +74,12 @@ pub fn resolved(
     let flinfo = call.flinfo();
     let mut cached = CallSiteCache {
         resolved,
-        lxid: pgcompat::local_xid(),
         invalidations: resolve::invalidations(),
         // SAFETY: a plain read of the current user.
         user: unsafe { current_user() },
         // SAFETY: flinfo is this call's.
         args_are_const: (0..n).all(|i| unsafe { arg_is_const(flinfo, i) }),
+        published: false,
         len: 0,
         names: [0; NAMES_LEN],
     };
@@ -102,24 +103,47 @@ pub fn resolved(
 
 /// The cached slot, if the call site has resolved this call's names in this transaction, for
 /// this user, with no catalog invalidation since (the slot's occupant may have been evicted:
-/// its generation tells). Calls into nothing and cannot fail.
+/// its generation tells), and the transaction has published its value in flight of it (see
+/// [`note_published`]). Calls into nothing and cannot fail.
 #[inline(always)]
-pub fn cached_slot(call: Call<'_>, n: usize) -> Option<SlotRef> {
-    cached(call, n).map(|r| r.at)
+pub fn published_slot(call: Call<'_>, n: usize) -> Option<SlotRef> {
+    let cache = this_call(call)?;
+    if !cache.published {
+        return None;
+    }
+    matched(cache, call, n).map(|r| r.at)
 }
 
+/// Notes, for the call site's cached resolution, that the transaction has published its
+/// value in flight of slot `at`.
+pub fn note_published(call: Call<'_>, at: SlotRef) {
+    // SAFETY: as in `this_call`; the struct is this backend's own.
+    let cache = unsafe { (*call.flinfo()).fn_extra.cast::<CallSiteCache>().as_mut() };
+    if let Some(cache) = cache.filter(|c| c.resolved.at == at) {
+        cache.published = true;
+    }
+}
+
+/// The call site's cache, if it is fresh.
 #[inline(always)]
-fn cached(call: Call<'_>, n: usize) -> Option<Resolved> {
+fn this_call<'a>(call: Call<'a>) -> Option<&'a CallSiteCache> {
     // SAFETY: fn_extra is NULL or the CallSiteCache that `resolved` allocated in fn_mcxt,
     // which lives exactly as long as the FmgrInfo.
     let cache = unsafe { (*call.flinfo()).fn_extra.cast::<CallSiteCache>().as_ref()? };
     // SAFETY: a plain read of the current user.
-    let fresh = cache.lxid == pgcompat::local_xid()
-        && cache.invalidations == resolve::invalidations()
+    let fresh = cache.invalidations == resolve::invalidations_since_registered()
         && cache.user == unsafe { current_user() };
-    if !fresh {
-        return None;
-    }
+    fresh.then_some(cache)
+}
+
+#[inline(always)]
+fn cached(call: Call<'_>, n: usize) -> Option<Resolved> {
+    matched(this_call(call)?, call, n)
+}
+
+/// The cache's resolution, if this call's names are the ones it resolved.
+#[inline(always)]
+fn matched(cache: &CallSiteCache, call: Call<'_>, n: usize) -> Option<Resolved> {
     if cache.args_are_const {
         return Some(cache.resolved);
     }

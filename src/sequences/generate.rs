@@ -190,10 +190,8 @@ fn without_waiting<G: Generator>(call: Call<'_>) -> Option<G::Output> {
     }
     let (g, check) = G::now(guc::server()?)?;
     let cache = shmem::cache()?;
-    let at = callsite::cached_slot(call, names_of(G::State::KIND))?;
-    if !inflight_xact::published(at) {
-        return None;
-    }
+    // The transaction's value in flight is published already (see `reserve`).
+    let at = callsite::published_slot(call, names_of(G::State::KIND))?;
     let Attempt::Taken(t) = g.attempt(cache.seq::<G::State>(at)?, 1) else {
         return None;
     };
@@ -243,6 +241,11 @@ fn reserve<G: Generator>(function: &str, names: Names<'_>, n: u64) -> Reserved<G
                 // that failed (an ERROR a savepoint caught) leaves it lower, and the fast path
                 // out (`inflight_xact::raise`).
                 inflight_xact::raise(entry, g.order(t));
+                if let Names::CallSite(call) = names {
+                    if inflight_xact::published(r.at) {
+                        callsite::note_published(call, r.at);
+                    }
+                }
                 // The reservation may have waited: the number must still be this server's.
                 check.confirm();
                 return Reserved { g, t, next: 0, n };

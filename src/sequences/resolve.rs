@@ -333,12 +333,15 @@ fn layout_changed(name: SequenceName<'_>, was: CreationLayout, now: &CreationLay
 // ---------------------------------------------------------------------------------------------
 // Invalidations
 
-/// Catalog invalidations this backend has received: any change of a relation (a GRANT on a
-/// sequence, its ALTER or DROP, a DEFAULT dropped), of role memberships or of schemas. A call
-/// site's cache is valid only while the count is what it was when it resolved.
+/// What may have changed a resolution since this backend began resolving: catalog
+/// invalidations it has received (any change of a relation: a GRANT on a sequence, its ALTER
+/// or DROP, a DEFAULT dropped; of role memberships or of schemas) and transactions it has
+/// ended (the lock a resolution takes lasts one transaction). A call site's cache is valid
+/// only while the count is what it was when it resolved.
 static INVALIDATIONS: AtomicU64 = AtomicU64::new(0);
 static REGISTERED: AtomicBool = AtomicBool::new(false);
 
+/// The count, for a resolution about to be cached.
 #[inline]
 pub fn invalidations() -> u64 {
     if !REGISTERED.load(Ordering::Relaxed) {
@@ -347,11 +350,19 @@ pub fn invalidations() -> u64 {
     INVALIDATIONS.load(Ordering::Relaxed)
 }
 
+/// The count, for a cached resolution: one load, since whatever cached it counted with
+/// [`invalidations`] first, which registered the callbacks that count.
+#[inline(always)]
+pub fn invalidations_since_registered() -> u64 {
+    INVALIDATIONS.load(Ordering::Relaxed)
+}
+
 #[cold]
 fn register() {
     REGISTERED.store(true, Ordering::Relaxed);
     // SAFETY: registered once per backend, as PostgreSQL allows; the callbacks only count.
     unsafe {
+        pg_sys::RegisterXactCallback(Some(on_transaction_end), std::ptr::null_mut());
         pg_sys::CacheRegisterRelcacheCallback(Some(on_relation), pg_sys::Datum::from(0));
         for cache in [
             pg_sys::SysCacheIdentifier::AUTHMEMROLEMEM,
@@ -369,6 +380,24 @@ fn register() {
 // nothrow: counts.
 unsafe extern "C-unwind" fn on_relation(_arg: pg_sys::Datum, _relid: Oid) {
     INVALIDATIONS.fetch_add(1, Ordering::Relaxed);
+}
+
+// nothrow: counts.
+unsafe extern "C-unwind" fn on_transaction_end(
+    event: pg_sys::XactEvent::Type,
+    _arg: *mut std::ffi::c_void,
+) {
+    use pg_sys::XactEvent::*;
+    if matches!(
+        event,
+        XACT_EVENT_COMMIT
+            | XACT_EVENT_ABORT
+            | XACT_EVENT_PREPARE
+            | XACT_EVENT_PARALLEL_COMMIT
+            | XACT_EVENT_PARALLEL_ABORT
+    ) {
+        INVALIDATIONS.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 // nothrow: counts.
