@@ -1,4 +1,4 @@
-//! Shared memory: the cache of sequences and its phases (see `cache`, `phases`), its lock
+//! Shared memory: the cache of sequences and its phases (see `core::cache`, `core::reclamation`), its lock
 //! and the lease extension locks (see `sequences::durable`), and the sightings of logical
 //! replication (see `detection`), and the claims of node numbers from a registry (see
 //! `node::claims`), and the values in flight of each process's transaction (see
@@ -152,7 +152,7 @@ unsafe fn attach() {
         let phases =
             pg_sys::ShmemInitStruct(PHASES_NAME.as_ptr(), phases_size(), &mut phases_found);
         if !phases_found {
-            // All-zero: phase 0, nobody entered (phases.rs).
+            // All-zero: phase 0, nobody entered (reclamation.rs).
             std::ptr::write_bytes(phases.cast::<u8>(), 0, phases_size());
         }
         PHASE_ENTRIES.store(phase_entries(), Ordering::Relaxed);
@@ -406,7 +406,7 @@ static ME: AtomicUsize = AtomicUsize::new(NOT_YET);
 const NOT_YET: usize = usize::MAX;
 static CALLBACKS: AtomicBool = AtomicBool::new(false);
 /// Whether this process is registered for the reclaimers' barriers, and enters without a
-/// fence (see `phases`).
+/// fence (see `core::reclamation`).
 static RECEIVES_BARRIERS: AtomicBool = AtomicBool::new(false);
 /// Whether the reclaimers of this server make global barriers: decided once in the
 /// postmaster, before any process that uses the cache is forked, so that every process
@@ -444,7 +444,7 @@ fn enter(phases: &Phases<'_>) {
     }
 }
 
-/// Enters `me` the cheapest way this process may (see `phases`).
+/// Enters `me` the cheapest way this process may (see `core::reclamation`).
 #[inline(always)]
 fn enter_at(phases: &Phases<'_>, me: usize) -> bool {
     if RECEIVES_BARRIERS.load(Ordering::Relaxed) {
