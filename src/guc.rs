@@ -1,4 +1,4 @@
-//! Every configuration setting, in one place. The README's settings table mirrors this file.
+//! Every configuration setting, in one place. docs/settings.md's table mirrors this file.
 //!
 //! A server never generates under a setting it was not given. PostgreSQL replaces an invalid
 //! value of an extension's setting in `postgresql.conf` by the default, with only a WARNING,
