@@ -70,4 +70,4 @@ lint:            ## formatting, clippy (PostgreSQL 15, 17, 18 and 19 builds), mo
 	CARGO_TARGET_DIR=target/pg17 cargo clippy --ignore-rust-version --release --lib --no-default-features --features pg17 -- -D warnings && \
 	CARGO_TARGET_DIR=target/pg18 cargo clippy --ignore-rust-version --release --lib --no-default-features --features pg18 -- -D warnings && \
 	CARGO_TARGET_DIR=target/pg19 cargo clippy --ignore-rust-version --release --lib --no-default-features --features pg19 -- -D warnings && \
-	python3 scripts/check_layers.py && python3 scripts/check_unwind.py
+	python3 scripts/check_layers.py && python3 scripts/check_unwind.py && python3 scripts/check_map.py

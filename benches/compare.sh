@@ -8,6 +8,9 @@
 #
 #   compare.sh [VERSION]    (default 0.3.0; scripts/old_release.sh builds it, cached)
 #
+# PG_CONFIG names another installation of PostgreSQL 15 to compare on (a private copy with
+# this build installed); by default Debian's, where `make bench-compare` installs it.
+#
 # Targets (issue 22): snowflake_next <= 0.4 x nextval CACHE 1, gdid_next <= 0.5 x, no worse
 # than the earlier release.
 set -euo pipefail
@@ -15,7 +18,7 @@ cd "$(dirname "$0")/.."
 version=${1:-0.3.0}
 RUNS=${RUNS:-11}
 N=1000000
-current=/usr/lib/postgresql/15/bin/pg_config
+current=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 old=$(bash scripts/old_release.sh "$version" "$current" | tail -n 1)
 dir=$(mktemp -d /tmp/snowflake_id_compare.XXXXXX)
 chmod 755 "$dir"

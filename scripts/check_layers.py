@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
 """Checks the shape of src/: every module under src/core/ is marked PURE; modules marked PURE
 import nothing of pgrx and only other PURE modules (so nothing of PostgreSQL reaches them
-through another module either), and no two modules import each other, directly or through
-others (dependencies run one way, CONTRIBUTING.md "Layout of the source"). Run by
-`make lint`."""
+through another module either); every module is in one of the LAYERS below and imports
+only from its own layer and those below it; and no two modules import each other, directly
+or through others (dependencies run one way, CONTRIBUTING.md "Layout of the source"). Run
+by `make lint`."""
 import collections
 import os
 import re
 import sys
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "src")
+
+# The folders (and the two top-level files of their own) from the bottom up: what knows
+# nothing of PostgreSQL, its plumbing, the settings, this server's numbers, what replication
+# brings, the life of a named sequence, the SQL face, 0.3.0's remains, the hooks; lib.rs
+# (`crate`) wires them all. A module imports its own layer and those below, never one above.
+LAYERS = ["core", "pg", "guc", "node", "detection", "sequences", "sql", "legacy", "hooks"]
 
 
 def module_name(path):
@@ -76,6 +83,26 @@ for module in sorted(sources):
     if (module == "core" or module.startswith("core::")) and module not in pure:
         problems.append(f"{module} is in src/core/ but not marked PURE")
 
+
+def layer(module):
+    """The index of a module's layer in LAYERS (lib.rs above them all), or None."""
+    if module == "crate":
+        return len(LAYERS)
+    top = module.split("::")[0]
+    return LAYERS.index(top) if top in LAYERS else None
+
+
+upward = 0
+for module in sorted(sources):
+    if layer(module) is None:
+        problems.append(f"{module} is in no layer: add its folder to LAYERS in {os.path.basename(__file__)}")
+        continue
+    for target in sorted(graph[module]):
+        if layer(target) is not None and layer(target) > layer(module):
+            upward += 1
+            problems.append(f"{module} imports {target}, a layer above it "
+                            f"({LAYERS[layer(module)]} below {LAYERS[layer(target)]})")
+
 for module in sorted(pure):
     for target in sorted(graph[module]):
         if target not in pure:
@@ -100,6 +127,7 @@ for node in sorted(sources):
 
 for p in problems:
     print(p, file=sys.stderr)
-print(f"check_layers: {len(sources)} modules, {sum(len(v) for v in graph.values())} imports, "
+print(f"check_layers: {len(sources)} modules in {len(LAYERS)} layers, "
+      f"{sum(len(v) for v in graph.values())} imports, {upward} of them upward, "
       f"{len(problems)} problem(s)")
 sys.exit(1 if problems else 0)

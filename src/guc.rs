@@ -1,4 +1,4 @@
-//! Every configuration setting, in one place. The README's settings table mirrors this file.
+//! Every configuration setting, in one place. docs/settings.md's table mirrors this file.
 //!
 //! A server never generates under a setting it was not given. PostgreSQL replaces an invalid
 //! value of an extension's setting in `postgresql.conf` by the default, with only a WARNING,
@@ -605,7 +605,7 @@ unsafe extern "C-unwind" fn check_node_id(
     // A value from the configuration files (ALTER SYSTEM checks what it writes this way) may
     // go with a node_bits that is written too but not in force yet: only the widest layout's
     // bound here. The pair is checked where it matters: at start (FATAL) and after ALTER
-    // SYSTEM (a WARNING naming the other setting, see `utility`).
+    // SYSTEM (a WARNING naming the other setting, see `node::pair`).
     let max = if source == pg_sys::GucSource::PGC_S_FILE {
         (1 << MAX_NODE_BITS) - 1
     } else {

@@ -30,8 +30,8 @@ pub fn install() {
     shmem::install_hooks(guc::max_sequences());
     legacy::wal::register_if_needed();
     node::worker::register();
-    sequences::inflight::install();
-    sequences::name_floors::install();
+    sequences::inflight_xact::install();
+    sequences::name_floors_xact::install();
     // SAFETY: _PG_init runs once, single-threaded, in the postmaster; chaining the previous
     // hooks is how several libraries share them.
     unsafe {

@@ -1,15 +1,17 @@
 //! snowflake_id: time-ordered 64-bit snowflake IDs and a 12-byte gdid type for PostgreSQL.
 //!
 //! Module wiring and start-up only; CONTRIBUTING.md's "Layout of the source" is the map. The
-//! folders say what the code is: `core` knows nothing of PostgreSQL; `sql` is the SQL face
-//! (every declaration, the scripts, the calling convention); `sequences` the life of a named
-//! sequence (its relation, its cache entry, its lease); `node` this server's numbers, read by
-//! everything else; `hooks` everything installed into PostgreSQL; `pg` the plumbing (errors,
-//! SPI, shared memory); `detection` what logical replication brings; `legacy` what is left of
-//! 0.3.0's lease file, for the update from it.
+//! folders say what the code is, and are layers (each imports only from those below it,
+//! `scripts/check_layers.py`): `core` knows nothing of PostgreSQL; `pg` the plumbing (errors,
+//! the calling convention, SPI, shared memory); `guc` the settings; `node` this server's
+//! numbers; `detection` what logical replication brings; `sequences` the life of a named
+//! sequence (its relation, its cache entry, its lease, generating); `sql` the SQL face (every
+//! declaration, the scripts); `legacy` what is left of 0.3.0's lease file, for the update from
+//! it; `hooks` everything installed into PostgreSQL. Nothing is public outside the crate: the
+//! unit tests live beside what they test.
 
-pub mod core;
-pub mod legacy;
+mod core;
+mod legacy;
 
 mod detection;
 mod guc;

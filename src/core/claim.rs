@@ -592,30 +592,30 @@ pub fn call_span_ms(lease_ms: i64) -> i64 {
     (lease_ms / 4).min(5_000)
 }
 
-/// The longest registry outage a holder rides out without stopping, at worst: the outage
-/// starts right before a renewal was due, and once the registry answers again, the worker's
-/// next try comes after its retry pause and a call that may have just begun to wait in vain.
-pub fn outage_ridden_out_ms(lease_ms: i64, clock_error_ms: i64, coarse_margin_ms: i64) -> i64 {
-    deadline(0, lease_ms, clock_error_ms, coarse_margin_ms)
-        - renew_interval_ms(lease_ms)
-        - RETRY_MS
-        - call_span_ms(lease_ms)
-}
-
-/// How long after its holder's last renewal a number that is not given back (its holder dead,
-/// or cut off from the registry) stays taken: the lease, then the hold after it.
-pub fn taken_after_last_renewal_ms(
-    kind: Kind,
-    lease_ms: i64,
-    max_clock_ahead_ms: i64,
-    clock_error_ms: i64,
-) -> i64 {
-    lease_ms + hold_after_ms(kind, max_clock_ahead_ms, clock_error_ms)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The longest registry outage a holder rides out without stopping, at worst: the outage
+    /// starts right before a renewal was due, and once the registry answers again, the worker's
+    /// next try comes after its retry pause and a call that may have just begun to wait in vain.
+    fn outage_ridden_out_ms(lease_ms: i64, clock_error_ms: i64, coarse_margin_ms: i64) -> i64 {
+        deadline(0, lease_ms, clock_error_ms, coarse_margin_ms)
+            - renew_interval_ms(lease_ms)
+            - RETRY_MS
+            - call_span_ms(lease_ms)
+    }
+
+    /// How long after its holder's last renewal a number that is not given back (its holder dead,
+    /// or cut off from the registry) stays taken: the lease, then the hold after it.
+    fn taken_after_last_renewal_ms(
+        kind: Kind,
+        lease_ms: i64,
+        max_clock_ahead_ms: i64,
+        clock_error_ms: i64,
+    ) -> i64 {
+        lease_ms + hold_after_ms(kind, max_clock_ahead_ms, clock_error_ms)
+    }
 
     fn zeroed<T>() -> T {
         // SAFETY: the types here are repr(C) atomics, valid when zeroed (as in shared memory).

@@ -72,15 +72,15 @@ fn push_plain(out: &mut Vec<u8>, s: &str, db_is_utf8: bool) {
     }
 }
 
-/// The message for a reader without a database encoding (the server log of the postmaster, a
-/// test): carried bytes as UTF-8 where they are, replacement characters where not.
-pub fn to_lossy(message: &str) -> String {
-    String::from_utf8_lossy(&to_db_bytes(message, true)).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The message for a reader without a database encoding (the server log of the postmaster, a
+    /// test): carried bytes as UTF-8 where they are, replacement characters where not.
+    fn to_lossy(message: &str) -> String {
+        String::from_utf8_lossy(&to_db_bytes(message, true)).into_owned()
+    }
 
     #[test]
     fn carried_bytes_come_back_verbatim() {

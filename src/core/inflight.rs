@@ -251,12 +251,6 @@ impl<'a> Holders<'a> {
         h.xid.store(0, Ordering::SeqCst);
     }
 
-    /// Whether `me` holds anything.
-    pub fn holds_any(&self, me: usize) -> bool {
-        let h = &self.all[me];
-        h.overflow_db.load(Ordering::Relaxed) != 0 || h.entries.iter().any(|e| !e.is_empty())
-    }
-
     /// By `me`, at the start of PREPARE TRANSACTION: the transaction it prepares.
     pub fn preparing(&self, me: usize, xid: u32) {
         self.all[me].xid.store(xid, Ordering::SeqCst);
@@ -345,6 +339,14 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
+
+    impl Holders<'_> {
+        /// Whether `me` holds anything.
+        fn holds_any(&self, me: usize) -> bool {
+            let h = &self.all[me];
+            h.overflow_db.load(Ordering::Relaxed) != 0 || h.entries.iter().any(|e| !e.is_empty())
+        }
+    }
 
     fn holders(n: usize) -> Vec<Holder> {
         (0..n).map(|_| Holder::default()).collect()

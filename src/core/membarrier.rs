@@ -1,4 +1,4 @@
-//! Linux's `membarrier(2)`, the one system call behind the unfenced entries of `epochs`: a
+//! Linux's `membarrier(2)`, the one system call behind the unfenced entries of `phases`: a
 //! process registers to receive global barriers, and a reclaimer makes every CPU that runs
 //! a registered process execute a full memory barrier. Absent (an older kernel, a seccomp
 //! filter), every call says so and readers keep their fence.

@@ -4,10 +4,11 @@
 //! search, what replication brought, the values still in flight. `scripts/check_layers.py` keeps every module here free of
 //! pgrx and of imports from outside `core`.
 
+pub mod cache;
 pub mod citus;
 pub mod claim;
+pub mod crc32c;
 pub mod dbtext;
-pub mod epochs;
 pub mod gdid;
 pub mod identity;
 pub mod idrange;
@@ -17,7 +18,7 @@ pub mod membarrier;
 pub mod name_floors;
 pub mod plain_decimal;
 pub mod probe;
-pub mod registry;
+pub mod reclamation;
 pub mod sightings;
 pub mod snowflake;
 pub mod wallclock;

@@ -97,7 +97,7 @@ pub fn gdid_floor(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::snowflake::epoch::DEFAULT_EPOCH_MS;
+    use crate::core::snowflake::layout::DEFAULT_EPOCH_MS;
     use crate::core::testrng::Rng;
 
     const LAYOUT: Layout = Layout::own(10, DEFAULT_EPOCH_MS);

@@ -27,9 +27,9 @@ use pgrx::pg_sys::{self, Datum, Oid};
 use crate::detection::generating::{self, Holds};
 use crate::guc;
 use crate::pg::errors::{self, error, Code};
+use crate::pg::fmgr::Call;
+use crate::pg::gdid_datum as datum;
 use crate::pg::spi;
-use crate::sql::fmgr::Call;
-use crate::sql::gdid_datum as datum;
 
 use crate::core::sightings::What;
 

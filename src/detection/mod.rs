@@ -382,8 +382,8 @@ pub fn refuse_if_shared(what: What) {
 }
 
 /// Whether generation must refuse: the option is on and this server's number is known to be
-/// shared. Cheap enough for the fast paths (two loads).
+/// shared. Cheap enough for the fast paths: one load while the option is off (its default).
 #[inline(always)]
 pub fn refused(what: What) -> bool {
-    shmem::sightings().is_some_and(|s| s.own_shared(what)) && guc::refuse_shared_node()
+    guc::refuse_shared_node() && shmem::sightings().is_some_and(|s| s.own_shared(what))
 }

@@ -53,7 +53,7 @@ impl Store {
     }
 
     /// Every record in the file (none if there is no file yet), and the damaged ones apart:
-    /// what damage means depends on how the server starts (see `recovery`).
+    /// what damage means is the caller's (`adopt`: the update refuses and says which record).
     pub fn load(&self) -> io::Result<Loaded> {
         let bytes = match fs::read(self.path()) {
             Ok(b) => b,

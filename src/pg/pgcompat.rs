@@ -3,28 +3,6 @@
 
 use pgrx::pg_sys::{self, Oid};
 
-/// The local transaction ID of this backend's current transaction: a new one for every
-/// transaction, so that "done in this transaction" can be remembered by comparing it.
-#[inline]
-pub fn local_xid() -> u32 {
-    // SAFETY: MyProc is this backend's PGPROC for the life of the backend (the generators
-    // run only in backends); a plain read of one of its fields.
-    unsafe {
-        let proc_ = pg_sys::MyProc;
-        if proc_.is_null() {
-            return 0;
-        }
-        #[cfg(feature = "pg15")]
-        {
-            (*proc_).lxid
-        }
-        #[cfg(not(feature = "pg15"))]
-        {
-            (*proc_).vxid.lxid
-        }
-    }
-}
-
 /// Whether `role` has any of the privileges `mode` on schema `nsp`.
 pub fn namespace_aclcheck(nsp: Oid, role: Oid, mode: pg_sys::AclMode) -> bool {
     // SAFETY: catalog lookups; an error (the schema dropped meanwhile) is raised as usual.

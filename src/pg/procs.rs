@@ -1,5 +1,5 @@
 //! What the PGPROC array says of processes and prepared transactions, for the watermarks
-//! (see `sequences::inflight`): PGPROC numbers are also the indexes of the holders of values
+//! (see `sequences::inflight_xact`): PGPROC numbers are also the indexes of the holders of values
 //! in flight. The PGPROCs of prepared transactions come after every process's, from
 //! `ProcGlobal->allProcCount` on (`InitProcGlobal`, `TwoPhaseShmemInit`).
 

@@ -1,13 +1,13 @@
-//! Shared memory: the cache of sequences and its epochs (see `registry`, `epochs`), its lock
+//! Shared memory: the cache of sequences and its phases (see `core::cache`, `core::reclamation`), its lock
 //! and the lease extension locks (see `sequences::durable`), and the sightings of logical
 //! replication (see `detection`), and the claims of node numbers from a registry (see
 //! `node::claims`), and the values in flight of each process's transaction (see
-//! `sequences::inflight`). The cache's size comes from `snowflake.max_sequences` and
-//! the epochs' from the number of backends, so they are requested and attached with
+//! `sequences::inflight_xact`). The cache's size comes from `snowflake.max_sequences` and
+//! the phases' from the number of backends, so they are requested and attached with
 //! PostgreSQL's hooks directly (`pg_shmem_init!` only sizes Rust types known at compile time).
 //! Nothing is loaded into it at start: sequences enter it as they are used.
 //!
-//! A call that reaches the table through [`registry`] enters the current epoch until the
+//! A call that reaches the table through [`cache`] enters the current phase until the
 //! [`Pinned`] it gets is dropped (the end of the call), so that no slot it may hold is reused
 //! meanwhile. Not for the rest of the transaction: a backend idle in a transaction, or
 //! waiting for a table's lock between two calls, would then keep every slot evicted
@@ -20,12 +20,12 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 use pgrx::pg_guard;
 use pgrx::pg_sys;
 
+use crate::core::cache::{Cache, Slot};
 use crate::core::claim::Claims;
-use crate::core::epochs::{Barrier, Epochs};
 use crate::core::inflight::{Holder, Holders};
 use crate::core::membarrier;
 use crate::core::name_floors::NameFloors;
-use crate::core::registry::{Registry, Slot};
+use crate::core::reclamation::{Barrier, Phases};
 use crate::core::sightings::Sightings;
 use crate::pg::errors;
 use crate::pg::errors::{error, Code};
@@ -34,20 +34,20 @@ static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(null_mut());
 static SIGHTINGS: AtomicPtr<Sightings> = AtomicPtr::new(null_mut());
 static CLAIMS: AtomicPtr<Claims> = AtomicPtr::new(null_mut());
 static NAME_FLOORS: AtomicPtr<NameFloors> = AtomicPtr::new(null_mut());
-/// One holder per epoch entry: per PGPROC number.
+/// One holder per phase entry: per PGPROC number.
 static HOLDERS: AtomicPtr<Holder> = AtomicPtr::new(null_mut());
 /// The tranche's locks: the cache's, then the extension locks.
 static LOCKS: AtomicPtr<pg_sys::LWLockPadded> = AtomicPtr::new(null_mut());
 static SLOT_COUNT: AtomicUsize = AtomicUsize::new(0);
-/// The epoch counter, followed by one entry per backend.
-static EPOCHS: AtomicPtr<AtomicU64> = AtomicPtr::new(null_mut());
-static EPOCH_ENTRIES: AtomicUsize = AtomicUsize::new(0);
+/// The phase counter, followed by one entry per backend.
+static PHASES: AtomicPtr<AtomicU64> = AtomicPtr::new(null_mut());
+static PHASE_ENTRIES: AtomicUsize = AtomicUsize::new(0);
 
 static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
 static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
 
 const SEGMENT_NAME: &std::ffi::CStr = c"snowflake_id sequences";
-const EPOCHS_NAME: &std::ffi::CStr = c"snowflake_id epochs";
+const PHASES_NAME: &std::ffi::CStr = c"snowflake_id phases";
 const SIGHTINGS_NAME: &std::ffi::CStr = c"snowflake_id sightings";
 const CLAIMS_NAME: &std::ffi::CStr = c"snowflake_id claims";
 const NAME_FLOORS_NAME: &std::ffi::CStr = c"snowflake_id floors of names";
@@ -58,9 +58,9 @@ fn table_size() -> usize {
     std::mem::size_of::<Slot>() * SLOT_COUNT.load(Ordering::Relaxed)
 }
 
-/// One epoch entry per process that can have a PGPROC: the backends, the auxiliary processes
+/// One phase entry per process that can have a PGPROC: the backends, the auxiliary processes
 /// (at most 38 in PostgreSQL 18, with its I/O workers) and the prepared transactions.
-fn epoch_entries() -> usize {
+fn phase_entries() -> usize {
     // SAFETY: plain reads of settings fixed before shared memory is sized.
     unsafe { (pg_sys::MaxBackends + max_prepared_xacts) as usize + 64 }
 }
@@ -70,12 +70,12 @@ unsafe extern "C" {
     static max_prepared_xacts: std::ffi::c_int;
 }
 
-fn epochs_size() -> usize {
-    size_of::<AtomicU64>() * (1 + epoch_entries())
+fn phases_size() -> usize {
+    size_of::<AtomicU64>() * (1 + phase_entries())
 }
 
 fn holders_size() -> usize {
-    size_of::<Holder>() * epoch_entries()
+    size_of::<Holder>() * phase_entries()
 }
 
 /// How many lease extension locks there are (see `sequences::durable`): sequences that share
@@ -111,7 +111,7 @@ unsafe extern "C-unwind" fn shmem_request() {
                 prev();
             }
             pg_sys::RequestAddinShmemSpace(table_size());
-            pg_sys::RequestAddinShmemSpace(epochs_size());
+            pg_sys::RequestAddinShmemSpace(phases_size());
             pg_sys::RequestAddinShmemSpace(size_of::<Sightings>());
             pg_sys::RequestAddinShmemSpace(size_of::<Claims>());
             pg_sys::RequestAddinShmemSpace(size_of::<NameFloors>());
@@ -125,7 +125,7 @@ unsafe extern "C-unwind" fn shmem_request() {
 unsafe extern "C-unwind" fn shmem_startup() {
     // SAFETY: ShmemInitStruct is called under AddinShmemInitLock as PostgreSQL requires; the
     // memory it returns is ours for table_size() bytes, and zeroed memory is an empty table
-    // (registry.rs). Run in the postmaster (and after a crash restart), before any backend;
+    // (cache.rs). Run in the postmaster (and after a crash restart), before any backend;
     // the outermost Rust frame.
     unsafe { errors::boundary(|| attach()) }
 }
@@ -148,15 +148,15 @@ unsafe fn attach() {
             std::ptr::write_bytes(ptr.cast::<u8>(), 0, size);
         }
         SLOTS.store(ptr.cast(), Ordering::Release);
-        let mut epochs_found = false;
-        let epochs =
-            pg_sys::ShmemInitStruct(EPOCHS_NAME.as_ptr(), epochs_size(), &mut epochs_found);
-        if !epochs_found {
-            // All-zero: epoch 0, nobody entered (epochs.rs).
-            std::ptr::write_bytes(epochs.cast::<u8>(), 0, epochs_size());
+        let mut phases_found = false;
+        let phases =
+            pg_sys::ShmemInitStruct(PHASES_NAME.as_ptr(), phases_size(), &mut phases_found);
+        if !phases_found {
+            // All-zero: phase 0, nobody entered (reclamation.rs).
+            std::ptr::write_bytes(phases.cast::<u8>(), 0, phases_size());
         }
-        EPOCH_ENTRIES.store(epoch_entries(), Ordering::Relaxed);
-        EPOCHS.store(epochs.cast(), Ordering::Release);
+        PHASE_ENTRIES.store(phase_entries(), Ordering::Relaxed);
+        PHASES.store(phases.cast(), Ordering::Release);
         let mut sightings_found = false;
         let sightings = pg_sys::ShmemInitStruct(
             SIGHTINGS_NAME.as_ptr(),
@@ -266,12 +266,12 @@ pub fn extension_lock(hash: u64) -> *mut pg_sys::LWLock {
     lock(1 + (hash % STRIPES as u64) as usize)
 }
 
-/// The lock of the floors of names (see `sequences::name_floors`).
+/// The lock of the floors of names (see `sequences::name_floors_xact`).
 pub fn name_floors_lock() -> *mut pg_sys::LWLock {
     lock(1 + STRIPES)
 }
 
-/// The floors of names (see `sequences::name_floors`), used only under
+/// The floors of names (see `sequences::name_floors_xact`), used only under
 /// [`name_floors_lock`]. Only when the library was preloaded.
 pub fn name_floors() -> *mut NameFloors {
     let p = NAME_FLOORS.load(Ordering::Acquire);
@@ -303,43 +303,51 @@ pub fn holders() -> Option<Holders<'static>> {
     if ptr.is_null() {
         return None;
     }
-    // SAFETY: ptr points at epoch_entries() zero-initialised holders in shared memory that
+    // SAFETY: ptr points at phase_entries() zero-initialised holders in shared memory that
     // lives as long as the process; Holder is made of atomics only.
     Some(Holders::new(unsafe {
-        std::slice::from_raw_parts(ptr, EPOCH_ENTRIES.load(Ordering::Relaxed))
+        std::slice::from_raw_parts(ptr, PHASE_ENTRIES.load(Ordering::Relaxed))
     }))
 }
 
 /// The table for a call, or `None` when the library was not preloaded. The backend is in the
-/// current epoch (see the module's comment) until the returned value is dropped; the slots
+/// current phase (see the module's comment) until the returned value is dropped; the slots
 /// found through it may be used until then, and only by generation after that.
-#[inline]
-pub fn registry() -> Option<Pinned> {
-    let registry = unentered_registry()?;
+///
+/// Every generated value comes through here and through the drop, so both are a handful of
+/// loads and stores of this process's own statics, the phases found once and kept in the
+/// [`Pinned`], this process's entry found at its first entry ([`ME`]).
+#[inline(always)]
+pub fn cache() -> Option<Pinned> {
+    let phases = phases()?;
+    let cache = table(phases)?;
     // Loads and stores, never read-modify-writes: these flags are this process's own, and a
     // locked instruction per flag would cost the generators' fast path more than entering does.
     let pins = PINS.load(Ordering::Relaxed);
     if pins == 0 {
-        enter();
+        enter(&phases);
     }
     PINS.store(pins + 1, Ordering::Relaxed);
-    Some(Pinned { registry })
+    Some(Pinned { cache, phases })
 }
 
-/// The table, with this backend in the current epoch while it lives.
+/// The table, with this backend in the current phase while it lives.
 pub struct Pinned {
-    registry: Registry<'static>,
+    cache: Cache<'static>,
+    phases: Phases<'static>,
 }
 
 impl std::ops::Deref for Pinned {
-    type Target = Registry<'static>;
+    type Target = Cache<'static>;
 
-    fn deref(&self) -> &Registry<'static> {
-        &self.registry
+    #[inline(always)]
+    fn deref(&self) -> &Cache<'static> {
+        &self.cache
     }
 }
 
 impl Drop for Pinned {
+    #[inline(always)]
     fn drop(&mut self) {
         // Also when an ERROR unwinds the call (pgrx raises it as a panic through these
         // frames); the end of the transaction leaves in any case.
@@ -347,16 +355,16 @@ impl Drop for Pinned {
             0 => {}
             1 => {
                 PINS.store(0, Ordering::Relaxed);
-                leave();
+                self.phases.exit(ME.load(Ordering::Relaxed));
             }
             n => PINS.store(n - 1, Ordering::Relaxed),
         }
     }
 }
 
-/// The table without entering an epoch: for reading statistics that hold no slot across
-/// calls.
-fn unentered_registry() -> Option<Registry<'static>> {
+/// The table over `phases`, without entering one.
+#[inline(always)]
+fn table(phases: Phases<'static>) -> Option<Cache<'static>> {
     let ptr = SLOTS.load(Ordering::Acquire);
     if ptr.is_null() {
         return None;
@@ -365,19 +373,20 @@ fn unentered_registry() -> Option<Registry<'static>> {
     // SAFETY: ptr points at `len` initialised slots in shared memory that lives as long as
     // the process; Slot is Sync and all its mutation goes through atomics.
     let slots = unsafe { std::slice::from_raw_parts(ptr, len) };
-    Some(Registry::new(slots, epochs()?))
+    Some(Cache::new(slots, phases))
 }
 
-fn epochs() -> Option<Epochs<'static>> {
-    let ptr = EPOCHS.load(Ordering::Acquire);
+#[inline(always)]
+fn phases() -> Option<Phases<'static>> {
+    let ptr = PHASES.load(Ordering::Acquire);
     if ptr.is_null() {
         return None;
     }
-    let entries = EPOCH_ENTRIES.load(Ordering::Relaxed);
+    let entries = PHASE_ENTRIES.load(Ordering::Relaxed);
     // SAFETY: ptr points at 1 + `entries` zero-initialised atomics in shared memory that
     // lives as long as the process.
     unsafe {
-        Some(Epochs::new(
+        Some(Phases::new(
             &*ptr,
             std::slice::from_raw_parts(ptr.add(1), entries),
             BARRIERS
@@ -388,22 +397,33 @@ fn epochs() -> Option<Epochs<'static>> {
 }
 
 /// How many live [`Pinned`] this backend has (calls may nest: a first use reads tables whose
-/// DEFAULT may generate). Process-local: a backend is one thread.
+/// DEFAULT may generate); more than none only while its phase entry is set. Process-local: a
+/// backend is one thread.
 static PINS: AtomicUsize = AtomicUsize::new(0);
-/// Whether this backend's epoch entry is set.
-static ENTERED: AtomicBool = AtomicBool::new(false);
+/// This process's entry among the phases, once it has entered (see [`my_entry`]); until then
+/// [`NOT_YET`], and the next entry registers what a first entry must.
+static ME: AtomicUsize = AtomicUsize::new(NOT_YET);
+const NOT_YET: usize = usize::MAX;
 static CALLBACKS: AtomicBool = AtomicBool::new(false);
 /// Whether this process is registered for the reclaimers' barriers, and enters without a
-/// fence (see `epochs`).
+/// fence (see `core::reclamation`).
 static RECEIVES_BARRIERS: AtomicBool = AtomicBool::new(false);
 /// Whether the reclaimers of this server make global barriers: decided once in the
 /// postmaster, before any process that uses the cache is forked, so that every process
 /// agrees (a reader enters without a fence only where every reclaimer makes the barrier).
 static BARRIERS: AtomicBool = AtomicBool::new(false);
 
-/// This process's entry among the epochs (and its holder of values in flight): its PGPROC
+/// This process's entry among the phases (and its holder of values in flight): its PGPROC
 /// number.
+#[inline]
 pub fn my_entry() -> Option<usize> {
+    match ME.load(Ordering::Relaxed) {
+        NOT_YET => my_proc_number(),
+        me => Some(me),
+    }
+}
+
+fn my_proc_number() -> Option<usize> {
     #[cfg(feature = "pg15")]
     // SAFETY: MyProc is NULL or this process's PGPROC.
     let n = unsafe { pg_sys::MyProc.as_ref().map(|p| p.pgprocno) };
@@ -413,72 +433,78 @@ pub fn my_entry() -> Option<usize> {
     n.and_then(|n| usize::try_from(n).ok())
 }
 
-#[inline]
-fn enter() {
-    let Some(epochs) = epochs() else { return };
-    if !CALLBACKS.load(Ordering::Relaxed) {
-        first_entry();
+#[inline(always)]
+fn enter(phases: &Phases<'_>) {
+    let me = ME.load(Ordering::Relaxed);
+    if me == NOT_YET {
+        return first_entry(phases);
     }
-    if !my_entry().is_some_and(|me| enter_at(&epochs, me)) {
+    if !enter_at(phases, me) {
         no_entry();
     }
-    ENTERED.store(true, Ordering::Relaxed);
 }
 
-/// Enters `me` the cheapest way this process may (see `epochs`).
+/// Enters `me` the cheapest way this process may (see `core::reclamation`).
 #[inline(always)]
-fn enter_at(epochs: &Epochs<'_>, me: usize) -> bool {
+fn enter_at(phases: &Phases<'_>, me: usize) -> bool {
     if RECEIVES_BARRIERS.load(Ordering::Relaxed) {
-        epochs.enter_registered(me)
+        phases.enter_registered(me)
     } else {
-        epochs.enter(me)
+        phases.enter(me)
     }
 }
 
 /// What this process does before it first enters: the callbacks that leave, and receiving
-/// the reclaimers' barriers where the server offers them.
+/// the reclaimers' barriers where the server offers them; then it enters.
 #[cold]
-fn first_entry() {
-    // SAFETY: registered once per process (marked only once both are: an ERROR in between
-    // tries again at the next entry, and a second transaction callback only leaves twice);
-    // the callbacks live as long as the process.
-    unsafe {
-        pg_sys::RegisterXactCallback(Some(at_transaction_end), null_mut());
-        pg_sys::before_shmem_exit(Some(at_exit), pg_sys::Datum::from(0));
+fn first_entry(phases: &Phases<'_>) {
+    if !CALLBACKS.load(Ordering::Relaxed) {
+        // SAFETY: registered once per process (marked only once both are: an ERROR in
+        // between tries again at the next entry, and a second transaction callback only
+        // leaves twice); the callbacks live as long as the process.
+        unsafe {
+            pg_sys::RegisterXactCallback(Some(at_transaction_end), null_mut());
+            pg_sys::before_shmem_exit(Some(at_exit), pg_sys::Datum::from(0));
+        }
+        CALLBACKS.store(true, Ordering::Relaxed);
+        let receives = BARRIERS.load(Ordering::Relaxed) && membarrier::register();
+        RECEIVES_BARRIERS.store(receives, Ordering::Relaxed);
     }
-    CALLBACKS.store(true, Ordering::Relaxed);
-    let receives = BARRIERS.load(Ordering::Relaxed) && membarrier::register();
-    RECEIVES_BARRIERS.store(receives, Ordering::Relaxed);
+    let Some(me) = my_proc_number().filter(|&me| enter_at(phases, me)) else {
+        no_entry()
+    };
+    ME.store(me, Ordering::Relaxed);
 }
 
 #[cold]
 fn no_entry() -> ! {
     error(
         Code::ERRCODE_INTERNAL_ERROR,
-        "this process has no entry among the snowflake_id epochs",
+        "this process has no entry among the snowflake_id phases",
     )
     .raise()
 }
 
-/// Enters the current epoch again, if the caller's is this backend's only pin: slots evicted
+/// Enters the current phase again, if the caller's is this backend's only pin: slots evicted
 /// since it entered may then take new sequences without waiting for its call to end. Only
 /// where the caller holds no slot between a check of its generation and its use (entering a
 /// sequence into the cache, which may wait for others to leave it). With an outer call of
 /// this backend pinned too (a first use whose reading of tables generates), it may hold a
 /// slot, and nothing changes.
-pub fn refresh_epoch() {
-    if PINS.load(Ordering::Relaxed) == 1 && ENTERED.load(Ordering::Relaxed) {
-        if let (Some(epochs), Some(me)) = (epochs(), my_entry()) {
-            enter_at(&epochs, me);
+pub fn refresh_phase() {
+    if PINS.load(Ordering::Relaxed) == 1 {
+        if let Some(phases) = phases() {
+            enter_at(&phases, ME.load(Ordering::Relaxed));
         }
     }
 }
 
+/// Leaves the phase whatever the pins (the end of the transaction, of the process).
 fn leave() {
-    if ENTERED.load(Ordering::Relaxed) {
-        ENTERED.store(false, Ordering::Relaxed);
-        if let (Some(epochs), Some(me)) = (epochs(), my_entry()) {
-            epochs.exit(me);
+    if PINS.load(Ordering::Relaxed) != 0 {
+        PINS.store(0, Ordering::Relaxed);
+        if let Some(phases) = phases() {
+            phases.exit(ME.load(Ordering::Relaxed));
         }
     }
 }
@@ -496,7 +522,6 @@ unsafe extern "C-unwind" fn at_transaction_end(event: pg_sys::XactEvent::Type, _
     ) {
         // Every call has ended by now; should a pin have been lost on the way, it must not
         // keep the cache's evicted slots from reuse for the rest of the backend's life.
-        PINS.store(0, Ordering::Relaxed);
         leave();
     }
 }

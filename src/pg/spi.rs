@@ -12,7 +12,7 @@ use std::ffi::{c_int, c_long, CStr};
 use pgrx::pg_sys::{self, Datum, Oid};
 
 use crate::pg::errors::{self, error, Code};
-use crate::sql::fmgr;
+use crate::pg::fmgr;
 
 /// The functions of this extension, as a subquery to join in place of `pg_proc`: the rows
 /// `pg_depend` records as its members, so that a function of the same name that someone else

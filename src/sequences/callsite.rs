@@ -9,26 +9,30 @@
 
 use pgrx::pg_sys::{self, Oid};
 
+use crate::core::cache::SlotRef;
 use crate::core::identity::MAX_NAME_LEN;
-use crate::core::registry::SlotRef;
-use crate::pg::pgcompat;
+use crate::pg::fmgr::{self, Call};
 use crate::sequences::resolve::{self, Resolved};
-use crate::sql::fmgr::{self, Call};
 
-/// Longest run of names: a gdid scope and sequence, each after its length byte.
-const NAMES_LEN: usize = 2 * (MAX_NAME_LEN + 1);
+/// Most names a sequence has: a gdid scope and sequence.
+const MAX_NAMES: usize = 2;
+
+/// Longest run of names, each after its length byte.
+const NAMES_LEN: usize = MAX_NAMES * (MAX_NAME_LEN + 1);
 
 #[repr(C)]
 struct CallSiteCache {
     resolved: Resolved,
-    /// The transaction it was resolved in (its lock lasts as long), the invalidations it had
-    /// seen, and the user it was checked for.
-    lxid: u32,
+    /// The invalidations (and ends of transactions: its lock lasts one) it had seen, and the
+    /// user it was checked for.
     invalidations: u64,
     user: Oid,
     /// Every name argument is a constant in the expression: they cannot change between calls
     /// of this FmgrInfo, so the names need not be compared again.
     args_are_const: bool,
+    /// The transaction has published its value in flight of the sequence (see
+    /// `inflight_xact`), which lasts as long as the transaction, as the cache does.
+    published: bool,
     /// The names, each preceded by its length.
     len: usize,
     names: [u8; NAMES_LEN],
@@ -46,36 +50,41 @@ fn encode(names: &[&[u8]], out: &mut [u8; NAMES_LEN]) -> Option<usize> {
     Some(at)
 }
 
-/// The sequence named by the first `N` (text) arguments, from the call site's cache if it
+/// The sequence named by the first `n` (text) arguments, from the call site's cache if it
 /// still holds (and `still_there` says its slot still holds the sequence), else from
 /// `resolve` (which checks the names and raises the errors). Not for set-returning
 /// functions, whose fn_extra belongs to the SRF protocol.
-pub fn resolved<const N: usize>(
+pub fn resolved(
     call: Call<'_>,
+    n: usize,
     still_there: impl FnOnce(SlotRef) -> bool,
-    resolve: impl FnOnce(&[&[u8]; N]) -> Resolved,
+    resolve: impl FnOnce(&[&[u8]]) -> Resolved,
 ) -> Resolved {
-    if let Some(r) = cached::<N>(call) {
+    if let Some(r) = cached(call, n) {
         if still_there(r.at) {
             return r;
         }
     }
-    let names: [&[u8]; N] = std::array::from_fn(|i| call.bytes(i));
-    let resolved = resolve(&names);
+    let mut names: [&[u8]; MAX_NAMES] = [&[]; MAX_NAMES];
+    for (i, name) in names.iter_mut().enumerate().take(n) {
+        *name = call.bytes(i);
+    }
+    let names = &names[..n];
+    let resolved = resolve(names);
     let flinfo = call.flinfo();
     let mut cached = CallSiteCache {
         resolved,
-        lxid: pgcompat::local_xid(),
         invalidations: resolve::invalidations(),
         // SAFETY: a plain read of the current user.
         user: unsafe { current_user() },
         // SAFETY: flinfo is this call's.
-        args_are_const: (0..N).all(|i| unsafe { arg_is_const(flinfo, i) }),
+        args_are_const: (0..n).all(|i| unsafe { arg_is_const(flinfo, i) }),
+        published: false,
         len: 0,
         names: [0; NAMES_LEN],
     };
     // resolve returned, so the names passed the checks and fit.
-    let Some(len) = encode(&names, &mut cached.names) else {
+    let Some(len) = encode(names, &mut cached.names) else {
         return resolved;
     };
     cached.len = len;
@@ -94,29 +103,52 @@ pub fn resolved<const N: usize>(
 
 /// The cached slot, if the call site has resolved this call's names in this transaction, for
 /// this user, with no catalog invalidation since (the slot's occupant may have been evicted:
-/// its generation tells). Calls into nothing and cannot fail.
-#[inline]
-pub fn cached_slot<const N: usize>(call: Call<'_>) -> Option<SlotRef> {
-    cached::<N>(call).map(|r| r.at)
+/// its generation tells), and the transaction has published its value in flight of it (see
+/// [`note_published`]). Calls into nothing and cannot fail.
+#[inline(always)]
+pub fn published_slot(call: Call<'_>, n: usize) -> Option<SlotRef> {
+    let cache = this_call(call)?;
+    if !cache.published {
+        return None;
+    }
+    matched(cache, call, n).map(|r| r.at)
 }
 
-#[inline]
-fn cached<const N: usize>(call: Call<'_>) -> Option<Resolved> {
+/// Notes, for the call site's cached resolution, that the transaction has published its
+/// value in flight of slot `at`.
+pub fn note_published(call: Call<'_>, at: SlotRef) {
+    // SAFETY: as in `this_call`; the struct is this backend's own.
+    let cache = unsafe { (*call.flinfo()).fn_extra.cast::<CallSiteCache>().as_mut() };
+    if let Some(cache) = cache.filter(|c| c.resolved.at == at) {
+        cache.published = true;
+    }
+}
+
+/// The call site's cache, if it is fresh.
+#[inline(always)]
+fn this_call<'a>(call: Call<'a>) -> Option<&'a CallSiteCache> {
     // SAFETY: fn_extra is NULL or the CallSiteCache that `resolved` allocated in fn_mcxt,
     // which lives exactly as long as the FmgrInfo.
     let cache = unsafe { (*call.flinfo()).fn_extra.cast::<CallSiteCache>().as_ref()? };
     // SAFETY: a plain read of the current user.
-    let fresh = cache.lxid == pgcompat::local_xid()
-        && cache.invalidations == resolve::invalidations()
+    let fresh = cache.invalidations == resolve::invalidations_since_registered()
         && cache.user == unsafe { current_user() };
-    if !fresh {
-        return None;
-    }
+    fresh.then_some(cache)
+}
+
+#[inline(always)]
+fn cached(call: Call<'_>, n: usize) -> Option<Resolved> {
+    matched(this_call(call)?, call, n)
+}
+
+/// The cache's resolution, if this call's names are the ones it resolved.
+#[inline(always)]
+fn matched(cache: &CallSiteCache, call: Call<'_>, n: usize) -> Option<Resolved> {
     if cache.args_are_const {
         return Some(cache.resolved);
     }
     let mut at = 0;
-    for i in 0..N {
+    for i in 0..n {
         // SAFETY: argument i is a non-null text datum (STRICT) that lives for the call.
         let name = unsafe { fmgr::plain_varlena_bytes(call.datum(i).cast_mut_ptr())? };
         let len = usize::from(*cache.names.get(at)?);

@@ -235,10 +235,10 @@ pub struct Opened {
     pub layout: CreationLayout,
     /// Given new storage by the current transaction (`ALTER SEQUENCE ... RESTART`), which a
     /// rollback would take back, with what was leased under it. (A relation the transaction
-    /// made, it may use: see `name_floors`.)
+    /// made, it may use: see `name_floors_xact`.)
     pub reset_in_this_transaction: bool,
     /// Made by the current transaction: it may generate only where the transaction made the
-    /// extension's schema too (a first migration, see `name_floors`).
+    /// extension's schema too (a first migration, see `name_floors_xact`).
     pub made_in_this_transaction: bool,
 }
 

@@ -81,11 +81,11 @@ fn forget_cached(relid: Oid) {
     if sequence != Some(true) {
         return;
     }
-    let Some(registry) = shmem::registry() else {
+    let Some(cache) = shmem::cache() else {
         return;
     };
     let _lock = InterruptibleLock::acquire(shmem::cache_lock());
-    registry.evict_relation(lookup::current_db(), relid.to_u32());
+    cache.evict_relation(lookup::current_db(), relid.to_u32());
 }
 
 /// What the utility hook does with a statement.

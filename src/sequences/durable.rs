@@ -20,10 +20,10 @@
 
 use pgrx::pg_sys::{self, Datum, Oid};
 
+use crate::core::cache::Key;
 use crate::core::identity::Kind;
-use crate::core::registry::Key;
 use crate::pg::shmem::{self, InterruptibleLock};
-use crate::sequences::name_floors;
+use crate::sequences::name_floors_xact;
 
 /// Waits for the extension lock of the sequence whose cache key hashes to `hash`; the wait
 /// can be cancelled and shows as the wait event `Extension`.
@@ -219,9 +219,9 @@ unsafe fn sequence_value(page: *const u8) -> Result<Option<i64>, ()> {
 
 /// Extends the lease of the sequence of cache entry `cache`, of `kind`, to `value`: if the
 /// current transaction made the relation, the floor of its name is raised first (see
-/// `name_floors`: a rollback would take the relation with it); then [`write_and_flush`].
+/// `name_floors_xact`: a rollback would take the relation with it); then [`write_and_flush`].
 pub fn extend_lease(kind: Kind, cache: Key, value: i64) {
-    name_floors::before_lease(kind, cache, value);
+    name_floors_xact::before_lease(kind, cache, value);
     write_and_flush(Oid::from(cache.relid), value);
 }
 

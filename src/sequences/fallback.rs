@@ -18,29 +18,8 @@ use crate::core::identity::Kind;
 use crate::core::lease::{self, Lease};
 use crate::core::snowflake::layout::Layout;
 use crate::pg::errors;
-use crate::sequences::resolve::Resolved;
-use crate::sequences::{catalog, depend, name_floors};
+use crate::sequences::{catalog, depend, name_floors_xact};
 use crate::{core::probe, pg::pgcompat};
-
-/// Why a generator's reservation, made while its backend is in the cache's epoch, did not
-/// happen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Missed {
-    /// The sequence left the cache meanwhile: resolve it again.
-    Evicted,
-    /// The sequence is fresh, and its fallback must be looked for first, outside the epoch:
-    /// reading a table may wait for its lock, and a backend waiting inside the epoch keeps
-    /// every entry evicted meanwhile from reuse, in every database (the cache fills up: 53400).
-    Fallback,
-}
-
-/// The fallback looked for, if it was for the sequence `r` resolved to: the name may have
-/// been dropped and made again since (`looked` holds the relation it was looked for).
-pub fn fallback_of<T: Copy>(looked: Option<(Oid, Option<T>)>, r: &Resolved) -> Option<Option<T>> {
-    looked
-        .filter(|&(relid, _)| relid == r.relid)
-        .map(|(_, found)| found)
-}
 
 /// What the keys of a column are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,9 +30,9 @@ enum Keys {
 
 /// The first millisecond (since the layout's epoch) after every stored key of node `node`
 /// from millisecond `from_ms` on, over every column of sequence `seq`, and after every ID a
-/// relation of its name handed out in a transaction that did not commit (see `name_floors`).
+/// relation of its name handed out in a transaction that did not commit (see `name_floors_xact`).
 pub fn snowflake_floor(seq: Oid, layout: &Layout, node: u32, from_ms: u64) -> Option<u64> {
-    let uncommitted = name_floors::floor(Kind::Snowflake, seq)
+    let uncommitted = name_floors_xact::floor(Kind::Snowflake, seq)
         .map(|v| lease::snowflake_from_value(layout.epoch_ms, v));
     let stored = columns(seq)
         .into_iter()
@@ -71,9 +50,9 @@ pub fn snowflake_floor(seq: Oid, layout: &Layout, node: u32, from_ms: u64) -> Op
 
 /// The lease that covers every stored key of authority `authority` over every column of
 /// sequence `seq`, and every gdid a relation of its name handed out in a transaction that did
-/// not commit (see `name_floors`).
+/// not commit (see `name_floors_xact`).
 pub fn gdid_floor(seq: Oid, authority: u8) -> Option<Lease> {
-    let uncommitted = name_floors::floor(Kind::Gdid, seq).and_then(lease::gdid_from_value);
+    let uncommitted = name_floors_xact::floor(Kind::Gdid, seq).and_then(lease::gdid_from_value);
     let stored = columns(seq)
         .into_iter()
         .filter_map(|(rel, attnum)| {

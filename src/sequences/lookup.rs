@@ -15,8 +15,8 @@ pub fn current_db() -> u32 {
 
 /// The cache of sequences, pinned for the caller (see `shmem`), or the ERROR for a library
 /// that was not preloaded.
-pub fn registry() -> shmem::Pinned {
-    shmem::registry().unwrap_or_else(|| not_preloaded())
+pub fn cache() -> shmem::Pinned {
+    shmem::cache().unwrap_or_else(|| not_preloaded())
 }
 
 /// What was fixed at server start, or the ERROR for a library that was not preloaded.

@@ -140,7 +140,7 @@ unsafe fn const_text(mut node: *mut pg_sys::Node) -> Option<Vec<u8>> {
         if (*c).constisnull || !text_like {
             return None;
         }
-        Some(crate::sql::fmgr::varlena_bytes((*c).constvalue.cast_mut_ptr()).to_vec())
+        Some(crate::pg::fmgr::varlena_bytes((*c).constvalue.cast_mut_ptr()).to_vec())
     }
 }
 

@@ -50,7 +50,7 @@ pub fn require_writable(function: &str) {
         .raise();
     }
     // As nextval: a parallel worker's transaction ends before the leader's, and would release
-    // the watermark of a value the leader's transaction still holds (see `inflight`).
+    // the watermark of a value the leader's transaction still holds (see `inflight_xact`).
     // SAFETY: a plain read of backend-global state.
     if unsafe { pg_sys::IsInParallelMode() } {
         error(

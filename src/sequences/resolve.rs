@@ -1,7 +1,7 @@
 //! From a sequence's name to what a generator uses: its relation found (or made, see
 //! `creator`), locked for the rest of the transaction as `nextval` locks a sequence, checked
 //! (a sequence of the right kind, made under the server's layout, with the caller allowed to
-//! use it), and its slot in the cache (see `registry`).
+//! use it), and its slot in the cache (see `cache`).
 //!
 //! The lock (`RowExclusiveLock`, once per transaction) is what keeps a cached slot honest: a
 //! `DROP`, `ALTER` or `RENAME` of the sequence waits until the transaction ends, and a call
@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use pgrx::pg_sys::{self, Oid};
 
+use crate::core::cache::{Full, Key, SlotRef};
 use crate::core::identity::{BadName, CreationLayout, Kind, NameError, SequenceName, MAX_NAME_LEN};
-use crate::core::registry::{Full, Key, SlotRef};
 use crate::core::snowflake::epoch::format_utc;
 use crate::core::snowflake::layout::Layout;
 use crate::pg::errors::{error, Clipped, Code};
@@ -113,7 +113,7 @@ fn check(
 ) {
     // A sequence the transaction made hands values out only in the transaction that made the
     // extension's schema too (a first migration): there the name keeps a floor should it roll
-    // back (`name_floors`), which is no other role's to plant (CREATE EXTENSION takes a
+    // back (`name_floors_xact`), which is no other role's to plant (CREATE EXTENSION takes a
     // superuser). Any other, made by hand in the transaction, waits for its commit.
     if opened.made_in_this_transaction && !schema_made_here {
         error(
@@ -181,9 +181,9 @@ fn check(
 /// least recently used of a sample; if every slot is held by calls still running, the caller
 /// waits up to a second for one to end.
 fn cache_slot(key: Key, kind: Kind, created_with: CreationLayout) -> SlotRef {
-    let registry = lookup::registry();
-    if let Some(at) = registry.find(key) {
-        if registry.slot(at.idx).created_with() == created_with {
+    let cache = lookup::cache();
+    if let Some(at) = cache.find(key) {
+        if cache.slot(at.idx).created_with() == created_with {
             return at;
         }
     }
@@ -193,23 +193,23 @@ fn cache_slot(key: Key, kind: Kind, created_with: CreationLayout) -> SlotRef {
     loop {
         // Nothing of the cache is in use here: slots evicted so far (by this call too) may be
         // taken, and this call, waiting, must not keep others' evictions from reuse.
-        shmem::refresh_epoch();
+        shmem::refresh_phase();
         let lock = InterruptibleLock::acquire(shmem::cache_lock());
-        if let Some(at) = registry.find(key) {
-            if registry.slot(at.idx).created_with() == created_with {
+        if let Some(at) = cache.find(key) {
+            if cache.slot(at.idx).created_with() == created_with {
                 return at;
             }
             // Its definition changed (ALTER SEQUENCE without new storage): read it afresh.
-            registry.evict(at.idx);
+            cache.evict(at.idx);
         }
         // Keep an eighth of the cache free, so that entering rarely waits for an eviction.
-        if registry.occupied() * 8 >= registry.capacity() * 7 {
-            registry.evict_one(seed.wrapping_add(waited_ms), 16);
+        if cache.occupied() * 8 >= cache.capacity() * 7 {
+            cache.evict_one(seed.wrapping_add(waited_ms), 16);
         }
-        match registry.find_or_insert(key, kind, created_with, now_ms) {
+        match cache.find_or_insert(key, kind, created_with, now_ms) {
             Ok(at) => return at,
             Err(Full) => {
-                registry.evict_one(seed.wrapping_mul(31).wrapping_add(waited_ms), 64);
+                cache.evict_one(seed.wrapping_mul(31).wrapping_add(waited_ms), 64);
             }
         }
         drop(lock);
@@ -218,12 +218,12 @@ fn cache_slot(key: Key, kind: Kind, created_with: CreationLayout) -> SlotRef {
                 Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
                 format!(
                     "the cache of sequences is full: all {} entries are in use",
-                    registry.capacity()
+                    cache.capacity()
                 ),
             )
             .detail(format!(
                 "{} evicted entries wait for calls still using them to end.",
-                registry.evicted_in_use()
+                cache.evicted_in_use()
             ))
             .hint("Raise snowflake.max_sequences and restart.")
             .raise();
@@ -333,12 +333,15 @@ fn layout_changed(name: SequenceName<'_>, was: CreationLayout, now: &CreationLay
 // ---------------------------------------------------------------------------------------------
 // Invalidations
 
-/// Catalog invalidations this backend has received: any change of a relation (a GRANT on a
-/// sequence, its ALTER or DROP, a DEFAULT dropped), of role memberships or of schemas. A call
-/// site's cache is valid only while the count is what it was when it resolved.
+/// What may have changed a resolution since this backend began resolving: catalog
+/// invalidations it has received (any change of a relation: a GRANT on a sequence, its ALTER
+/// or DROP, a DEFAULT dropped; of role memberships or of schemas) and transactions it has
+/// ended (the lock a resolution takes lasts one transaction). A call site's cache is valid
+/// only while the count is what it was when it resolved.
 static INVALIDATIONS: AtomicU64 = AtomicU64::new(0);
 static REGISTERED: AtomicBool = AtomicBool::new(false);
 
+/// The count, for a resolution about to be cached.
 #[inline]
 pub fn invalidations() -> u64 {
     if !REGISTERED.load(Ordering::Relaxed) {
@@ -347,11 +350,19 @@ pub fn invalidations() -> u64 {
     INVALIDATIONS.load(Ordering::Relaxed)
 }
 
+/// The count, for a cached resolution: one load, since whatever cached it counted with
+/// [`invalidations`] first, which registered the callbacks that count.
+#[inline(always)]
+pub fn invalidations_since_registered() -> u64 {
+    INVALIDATIONS.load(Ordering::Relaxed)
+}
+
 #[cold]
 fn register() {
     REGISTERED.store(true, Ordering::Relaxed);
     // SAFETY: registered once per backend, as PostgreSQL allows; the callbacks only count.
     unsafe {
+        pg_sys::RegisterXactCallback(Some(on_transaction_end), std::ptr::null_mut());
         pg_sys::CacheRegisterRelcacheCallback(Some(on_relation), pg_sys::Datum::from(0));
         for cache in [
             pg_sys::SysCacheIdentifier::AUTHMEMROLEMEM,
@@ -369,6 +380,24 @@ fn register() {
 // nothrow: counts.
 unsafe extern "C-unwind" fn on_relation(_arg: pg_sys::Datum, _relid: Oid) {
     INVALIDATIONS.fetch_add(1, Ordering::Relaxed);
+}
+
+// nothrow: counts.
+unsafe extern "C-unwind" fn on_transaction_end(
+    event: pg_sys::XactEvent::Type,
+    _arg: *mut std::ffi::c_void,
+) {
+    use pg_sys::XactEvent::*;
+    if matches!(
+        event,
+        XACT_EVENT_COMMIT
+            | XACT_EVENT_ABORT
+            | XACT_EVENT_PREPARE
+            | XACT_EVENT_PARALLEL_COMMIT
+            | XACT_EVENT_PARALLEL_ABORT
+    ) {
+        INVALIDATIONS.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 // nothrow: counts.

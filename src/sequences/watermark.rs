@@ -10,25 +10,19 @@ use std::sync::atomic::{fence, Ordering};
 
 use pgrx::pg_sys::{self, Oid};
 
+use crate::core::cache::Key;
 use crate::core::identity::{Kind, SequenceName};
 use crate::core::inflight::{Held, Holding, Seen, Value};
-use crate::core::registry::{Key, Registry, SlotRef};
 use crate::pg::errors::{error, Code};
 use crate::pg::{procs, shmem};
 use crate::sequences::catalog::{self, Opened};
+use crate::sequences::generate::{self, Generator};
 use crate::sequences::resolve::{bad_name, not_ours};
 use crate::sequences::{durable, lookup, privileges};
 
-/// Where a kind's sequence stands, as a lowest next value.
-pub trait Floors {
-    /// From its cache entry in slot `at`, if that holds it.
-    fn cached(&self, registry: &Registry<'_>, at: SlotRef) -> Option<Value>;
-    /// From the lease its relation held (`None`: fresh), for a sequence not in the cache.
-    fn durable(&self, opened: &Opened, lease: Option<i64>) -> Value;
-}
-
-/// The watermark of sequence `name` of the current database.
-pub fn watermark(name: SequenceName<'_>, floors: &dyn Floors) -> Value {
+/// The watermark of sequence `name` of the current database, its values stamped as `g`
+/// stamps them.
+pub fn watermark<G: Generator>(g: G, name: SequenceName<'_>) -> Value {
     // SAFETY: a plain read of backend-global state.
     if unsafe { pg_sys::RecoveryInProgress() } {
         error(
@@ -49,12 +43,15 @@ pub fn watermark(name: SequenceName<'_>, floors: &dyn Floors) -> Value {
         relid: relid.to_u32(),
         filenode: opened.filenode,
     };
-    let registry = lookup::registry();
-    let stands = registry
+    let cache = lookup::cache();
+    let stands = cache
         .find(key)
-        .and_then(|at| floors.cached(&registry, at))
-        .unwrap_or_else(|| floors.durable(&opened, lease));
-    drop(registry);
+        .and_then(|at| cache.seq::<G::State>(at))
+        .map_or_else(
+            || g.stored_position(&opened, lease),
+            |seq| generate::stands(g, seq),
+        );
+    drop(cache);
     // The values in flight after where the sequence stands (see `core::inflight`).
     fence(Ordering::SeqCst);
     stands.min(lowest_held(Held {

@@ -34,7 +34,7 @@ use pgrx::pg_sys::{self, Node};
 
 use crate::core::idrange::{End, IdRange};
 use crate::pg::exprs;
-use crate::sql::fmgr;
+use crate::pg::fmgr;
 use crate::sql::sqlfn::sql_functions;
 
 sql_functions! {

@@ -1,33 +1,34 @@
 //! IDs outside the database: the short text forms of a snowflake ID (Crockford base32,
 //! base62) and the UUIDs of snowflake IDs (version 7) and gdids (version 8). Thin: the forms
-//! are `core::snowflake::forms`, `core::snowflake::uuid` and `core::gdid::uuid`; this module
+//! are `core::snowflake::text_forms`, `core::snowflake::uuid_v7` and `core::gdid::uuid_v8`; this module
 //! declares the functions and says what is wrong with a bad input.
 
 use std::fmt::Write;
 
-use crate::core::gdid::uuid as gdid_uuid;
-use crate::core::snowflake::forms::{self, FormError};
+use crate::core::gdid::uuid_v8 as gdid_uuid;
 use crate::core::snowflake::layout::{Layout, LayoutError};
-use crate::core::snowflake::uuid::{self as snowflake_uuid, UuidError};
+use crate::core::snowflake::text_forms::{self, FormError};
+use crate::core::snowflake::uuid_v7::{self as snowflake_uuid, UuidError};
 use crate::pg::errors::{self, error, Clipped, Code};
-use crate::sql::snowflake::{layout_range, named_layout, own_layout, parts};
+use crate::sequences::generate::layout_range;
+use crate::sql::snowflake::{named_layout, own_layout, parts};
 use crate::sql::sqlfn::sql_functions;
 
 sql_functions! {
     fn snowflake_to_base32(id: bigint) -> text [immutable parallel_safe] |_| {
-        forms::to_base32(non_negative(id)).to_vec()
+        text_forms::to_base32(non_negative(id)).to_vec()
     }
 
     fn snowflake_from_base32(text: text) -> snowflake [immutable parallel_safe] |_| {
-        decoded(text, &BASE32, forms::from_base32(text))
+        decoded(text, &BASE32, text_forms::from_base32(text))
     }
 
     fn snowflake_to_base62(id: bigint) -> text [immutable parallel_safe] |_| {
-        forms::to_base62(non_negative(id)).to_vec()
+        text_forms::to_base62(non_negative(id)).to_vec()
     }
 
     fn snowflake_from_base62(text: text) -> snowflake [immutable parallel_safe] |_| {
-        decoded(text, &BASE62, forms::from_base62(text))
+        decoded(text, &BASE62, text_forms::from_base62(text))
     }
 
     /// Of this server's layout (its settings): STABLE, as the other decoders of it.
@@ -85,14 +86,14 @@ struct Form {
 
 const BASE32: Form = Form {
     name: "base32",
-    width: forms::BASE32_LEN,
+    width: text_forms::BASE32_LEN,
     digits: "Crockford's base32 alphabet (0-9, A-Z without U; either case)",
     largest: "7ZZZZZZZZZZZZ",
 };
 
 const BASE62: Form = Form {
     name: "base62",
-    width: forms::BASE62_LEN,
+    width: text_forms::BASE62_LEN,
     digits: "the base62 alphabet (0-9, A-Z, a-z)",
     largest: "AzL8n0Y58m7",
 };

@@ -1,30 +1,25 @@
-//! SQL-facing gdid functions that can raise errors: I/O, construction, conversions and
-//! generation. Each is declared once, below (`sql_functions!`); the type, operators and
-//! classes around them are in `gdid.sql`.
+//! SQL-facing gdid functions that can raise errors: I/O, construction, conversions, and
+//! generation (thin: the generator is `sequences::generate`). Each is declared once, below
+//! (`sql_functions!`); the type, operators and classes around them are in `gdid.sql`.
 
 use std::ffi::CStr;
 
-use pgrx::pg_sys::{self, Datum};
+use pgrx::pg_sys;
 
 use crate::core::dbtext::DbText;
 use crate::core::gdid::compact::{self, DecodeError};
-use crate::core::gdid::counter::{GdidState, Taken};
-use crate::core::gdid::handle::{GdidSeq, Plan};
+use crate::core::gdid::counter::GdidState;
 use crate::core::gdid::value::{Gdid, ParseError, Part, SIZE};
 use crate::core::identity::{gdid_names, Kind, SequenceName};
-use crate::core::inflight::Held;
 use crate::core::lease;
-use crate::core::sightings::What;
-use crate::core::wallclock;
+use crate::core::snowflake::epoch::unix_ms_to_pg_timestamp;
 use crate::pg::errors::{error, Code, PgError};
-use crate::sequences::fallback::{self, fallback_of, Missed};
-use crate::sequences::resolve::{resolve, Purpose, Resolved};
-use crate::sequences::{callsite, catalog, durable, inflight, lifecycle, privileges};
-use crate::sql::fmgr::{self, Call};
-use crate::sql::gdid_datum::palloc;
+use crate::pg::fmgr::{self, Call};
+use crate::pg::gdid_datum::palloc;
+use crate::sequences::generate::{self, Gdids, Generator};
+use crate::sequences::{catalog, durable, lifecycle, privileges, watermark};
 use crate::sql::sqlfn::sql_functions;
-use crate::sql::watermark;
-use crate::{detection, node, pg::shmem, sequences::lookup, sequences::prerequisites};
+use crate::{pg::shmem, sequences::lookup, sequences::prerequisites};
 
 sql_functions! {
     /// NULL only when the caller asked for soft errors (PostgreSQL 16+) and the input is bad.
@@ -104,13 +99,17 @@ sql_functions! {
     /// everything else (first call, errors, lease extensions, a new era) takes the slow path.
     fn gdid_next(scope: text_datum, sequence: text_datum) -> gdid
         [volatile parallel_unsafe] |call| {
-        next_without_waiting(call).unwrap_or_else(|| next(call))
+        generate::next::<Gdids>(call, "gdid_next()")
     }
 
     /// `gdid_next_block(scope, sequence, n)`: one reservation, then one row per call.
     fn gdid_next_block(scope: text, sequence: text, n: integer) -> setof gdid
         [volatile parallel_unsafe rows(100)] |call| {
-        next_block(call, scope, sequence, n)
+        fmgr::rows_per_call(
+            call,
+            || generate::many::<Gdids>("gdid_next_block()", &[scope, sequence], n, "block"),
+            |block| block.next().map(palloc),
+        )
     }
 
     /// Moves the sequence on so that its next gdid is later than `past`: UPDATE on the
@@ -118,7 +117,25 @@ sql_functions! {
     fn gdid_advance(scope: text, sequence: text, past: gdid) -> void
         [volatile parallel_unsafe] |_| {
         prerequisites::require_writable("gdid_advance()");
-        advance(SequenceName::Gdid { scope, sequence }, past)
+        generate::advance_gdid(SequenceName::Gdid { scope, sequence }, past)
+    }
+
+    /// As `snowflake_watermark`, for a gdid sequence.
+    fn gdid_watermark(scope: text, sequence: text) -> gdid [volatile parallel_unsafe] |_| {
+        let (g, _) = Gdids::stamp(lookup::server());
+        Gdid::from_order_value(watermark::watermark(g, SequenceName::Gdid { scope, sequence }))
+    }
+
+    /// Rows of the gdid_watermark_holders view.
+    fn gdid_watermark_holders_rows() -> table(
+        sequence: regclass, pid: integer, transaction: xid, prepared: boolean,
+        first_gdid: gdid, since: timestamptz
+    ) [volatile parallel_unsafe] |_, emit| {
+        for r in watermark::holder_rows(Kind::Gdid) {
+            let first = r.value.map(Gdid::from_order_value);
+            let since = r.since_ms.map(unix_ms_to_pg_timestamp);
+            emit((r.relid, r.pid, r.xid, Some(r.prepared), first, since));
+        }
     }
 
     /// The schema of this database's gdid sequences (`gdid`, or `snowflake_gdid_seq`, see
@@ -225,287 +242,6 @@ fn decoded(form: &str, r: Result<Gdid, DecodeError>) -> Gdid {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Generation
-
-#[inline(always)]
-fn next_without_waiting(call: Call<'_>) -> Option<Gdid> {
-    // SAFETY: a plain read of a backend-global flag (read-only and standby transactions get
-    // their ERROR from the slow path).
-    if unsafe { pg_sys::XactReadOnly } || detection::refused(What::Authority) {
-        return None;
-    }
-    let (authority, era, check) = node::authority_now()?;
-    let registry = shmem::registry()?;
-    let at = callsite::cached_slot::<2>(call)?;
-    // The transaction's first gdid of the sequence is published as in flight first.
-    if !inflight::published(at) {
-        return None;
-    }
-    let seq = registry.seq::<GdidState>(at)?;
-    let t = seq.try_take(1).ok()?;
-    // Under a claimed authority every gdid is of the claim's era (see `take`), and of a claim
-    // still held (else the slow path says why).
-    if era.is_some_and(|e| e != t.era) || !check.passes() {
-        return None;
-    }
-    Some(Gdid::from_parts(t.era, authority, t.first))
-}
-
-fn resolved(scope: &[u8], sequence: &[u8], purpose: Purpose) -> Resolved {
-    resolve(
-        SequenceName::Gdid { scope, sequence },
-        &lookup::server().layout,
-        purpose,
-    )
-}
-
-fn next(call: Call<'_>) -> Gdid {
-    // Read-only first: a standby has no claim, and says so with 25006.
-    prerequisites::require_may_generate("gdid_next()", What::Authority);
-    let (authority, era, check) = node::gdid_authority();
-    let mut looked = None;
-    loop {
-        let r = callsite::resolved(
-            call,
-            |at| lookup::registry().seq::<GdidState>(at).is_some(),
-            |[scope, sequence]| resolved(scope, sequence, Purpose::Generate),
-        );
-        // Pinned after resolving, which may wait: see `shmem::refresh_epoch`.
-        let registry = lookup::registry();
-        match registry
-            .seq::<GdidState>(r.at)
-            .ok_or(Missed::Evicted)
-            .and_then(|seq| in_flight(seq, &r, authority, era, 1, fallback_of(looked, &r)))
-        {
-            Ok(t) => {
-                // The take may have waited: the authority must still be this server's.
-                check.confirm();
-                return Gdid::from_parts(t.era, authority, t.first);
-            }
-            // Evicted from the cache since the call site resolved it: resolve again.
-            Err(Missed::Evicted) => {}
-            Err(Missed::Fallback) => {
-                drop(registry);
-                looked = Some((r.relid, fallback::gdid_floor(r.relid, authority)));
-            }
-        }
-    }
-}
-
-/// Brings the cache entry up to the lease its relation holds, if that is more than the entry
-/// knows (an earlier entry of the sequence, since evicted, or a setval may have moved it on).
-/// Compared as stored values: a lease of era 1 or later is stored rounded up (see `lease`),
-/// and the entry's own last lease must not read as a move. Under the extension lock.
-fn load(seq: GdidSeq<'_>, r: &Resolved) {
-    let Some(stored) = durable::read(r.relid) else {
-        return;
-    };
-    if stored > lease::gdid_to_value(seq.lease()) {
-        if let Some(l) = lease::gdid_from_value(stored) {
-            seq.restore(l);
-        }
-    }
-}
-
-/// [`take`], the transaction's gdids of the sequence published as in flight first, for the
-/// watermarks (see `sequences::inflight`), under the authority the gdids will carry, as the
-/// watermark counts.
-fn in_flight(
-    seq: GdidSeq<'_>,
-    r: &Resolved,
-    authority: u8,
-    claimed_era: Option<u32>,
-    n: u64,
-    looked: Option<Option<lease::Lease>>,
-) -> Result<Taken, Missed> {
-    let held = Held {
-        db: r.key.db,
-        relid: r.key.relid,
-        kind: Kind::Gdid,
-    };
-    inflight::reserving(
-        seq.at(),
-        held,
-        watermark::gdid_floor(&seq, authority),
-        || seq.is_current(),
-        || take(seq, r, authority, claimed_era, n, looked),
-        |t| Gdid::from_parts(t.era, authority, t.first).order_value(),
-    )
-}
-
-/// `n` consecutive counters, the lease extended (or the era moved on) as needed. A fresh
-/// sequence (its relation holds no lease yet) continues above the gdids of this authority
-/// already stored in its columns: `looked`, the fallback, must have been looked for (see
-/// [`Missed::Fallback`]).
-///
-/// Under a claimed authority (`claimed_era`), every gdid is of the claim's era: the registry
-/// gives each new holder of an authority an era above every era earlier holders used, so that
-/// this server's counters cannot meet theirs. A sequence still in an earlier era moves on to
-/// the claim's; one past it (its era's counters used up) cannot go on under this claim.
-fn take(
-    seq: GdidSeq<'_>,
-    r: &Resolved,
-    authority: u8,
-    claimed_era: Option<u32>,
-    n: u64,
-    looked: Option<Option<lease::Lease>>,
-) -> Result<Taken, Missed> {
-    loop {
-        let need = match seq.try_take(n) {
-            Ok(t) => match claimed_era {
-                None => return Ok(t),
-                Some(era) if t.era == era => return Ok(t),
-                Some(era) if t.era > era => error(
-                    Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-                    format!(
-                        "{} is in era {}, past era {era} of this server's claim of authority {authority}",
-                        described(r),
-                        t.era
-                    ),
-                )
-                .detail(
-                    "Under a claimed authority every gdid is of the claim's era: a later one could meet \
-                     the gdids of a later holder of the authority. The sequence used up the claim's era, \
-                     or reached a later one before (under another claim, registry or group).",
-                )
-                .hint(format!(
-                    "Each new claim (SELECT snowflake_node_detach(); SELECT snowflake_node_attach();) \
-                     is in a later era of the group; era {} or later is needed.",
-                    t.era
-                ))
-                .raise(),
-                Some(era) => {
-                    // Into the claim's era, under the lock; the counters just taken are
-                    // skipped.
-                    let _lock = durable::lock_extensions(r.key.hash());
-                    if !seq.is_current() {
-                        return Err(Missed::Evicted);
-                    }
-                    load(seq, r);
-                    seq.raise_position(lease::Lease { era, end: 1 });
-                    continue;
-                }
-            },
-            Err(need) => need,
-        };
-        let fresh = seq.lease() == lease::Lease::default() && durable::read(r.relid).is_none();
-        let floor = if fresh {
-            looked.ok_or(Missed::Fallback)?
-        } else {
-            None
-        };
-        let _lock = durable::lock_extensions(r.key.hash());
-        if !seq.is_current() {
-            return Err(Missed::Evicted);
-        }
-        if durable::read(r.relid).is_none() {
-            if let Some(f) = floor {
-                seq.raise_position(f);
-            }
-        }
-        load(seq, r);
-        let now = wallclock::precise_unix_ms();
-        match seq.plan(need, n, now) {
-            Plan::Retry => {}
-            Plan::Exhausted => error(
-                Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-                format!("{} has used up every era", described(r)),
-            )
-            .raise(),
-            Plan::Move(m) => {
-                durable::extend_lease(Kind::Gdid, r.key, lease::gdid_to_value(m.lease));
-                seq.publish(m, now);
-                seq.slot().touch(now);
-            }
-        }
-    }
-}
-
-/// `gdid sequence "scope/sequence"` of a resolved sequence, for messages.
-fn described(r: &Resolved) -> String {
-    format!(
-        "gdid sequence \"{}\"",
-        DbText(&catalog::relation_name(r.relid).unwrap_or_default())
-    )
-}
-
-fn advance(name: SequenceName<'_>, past: Gdid) {
-    loop {
-        let r = match name {
-            SequenceName::Gdid { scope, sequence } => resolved(scope, sequence, Purpose::Advance),
-            SequenceName::Snowflake(_) => unreachable!("gdid_advance names a gdid sequence"),
-        };
-        let registry = lookup::registry();
-        let Some(seq) = registry.seq::<GdidState>(r.at) else {
-            continue; // evicted meanwhile
-        };
-        let _lock = durable::lock_extensions(r.key.hash());
-        if !seq.is_current() {
-            continue;
-        }
-        load(seq, &r);
-        if let Some(m) = seq.plan_advance(past.era, past.counter()) {
-            let now = wallclock::precise_unix_ms();
-            durable::extend_lease(Kind::Gdid, r.key, lease::gdid_to_value(m.lease));
-            seq.publish(m, now);
-        }
-        return;
-    }
-}
-
-/// The state of a block being returned.
-#[derive(Clone, Copy)]
-struct Block {
-    era: u32,
-    authority: u8,
-    next: u64,
-    last: u64,
-}
-
-fn next_block(call: Call<'_>, scope: &[u8], sequence: &[u8], n: i32) -> Datum {
-    fmgr::rows_per_call(
-        call,
-        || {
-            let n = prerequisites::count_argument(n, "block");
-            prerequisites::require_may_generate("gdid_next_block()", What::Authority);
-            let (authority, era, check) = node::gdid_authority();
-            let mut looked = None;
-            let t = loop {
-                let r = resolved(scope, sequence, Purpose::Generate);
-                let registry = lookup::registry();
-                match registry
-                    .seq::<GdidState>(r.at)
-                    .ok_or(Missed::Evicted)
-                    .and_then(|seq| in_flight(seq, &r, authority, era, n, fallback_of(looked, &r)))
-                {
-                    Ok(t) => break t,
-                    // Evicted meanwhile: resolve again.
-                    Err(Missed::Evicted) => {}
-                    Err(Missed::Fallback) => {
-                        drop(registry);
-                        looked = Some((r.relid, fallback::gdid_floor(r.relid, authority)));
-                    }
-                }
-            };
-            check.confirm();
-            Block {
-                era: t.era,
-                authority,
-                next: t.first,
-                last: t.first + n - 1,
-            }
-        },
-        |b| {
-            (b.next <= b.last).then(|| {
-                let g = Gdid::from_parts(b.era, b.authority, b.next);
-                b.next += 1;
-                palloc(g)
-            })
-        },
-    )
-}
-
-// ---------------------------------------------------------------------------------------------
 // Monitoring
 
 fn sequence_state(seq: pg_sys::Oid, emit: &mut dyn FnMut(gdid_sequence_state::Row)) {
@@ -533,19 +269,17 @@ fn state_row(
         .and_then(|l| l.read().ok())
         .flatten()
         .and_then(lease::gdid_from_value);
-    let key = crate::core::registry::Key {
+    let key = crate::core::cache::Key {
         db: lookup::current_db(),
         relid: seq.to_u32(),
         filenode: opened.filenode,
     };
     // Without the library preloaded there is no cache: the catalog's part only.
     // Pinned while the stats are read: the slot is not reused meanwhile.
-    let pinned = shmem::registry();
-    let cached = pinned.as_ref().and_then(|registry| {
-        registry
-            .find(key)
-            .and_then(|at| registry.seq::<GdidState>(at))
-    });
+    let pinned = shmem::cache();
+    let cached = pinned
+        .as_ref()
+        .and_then(|cache| cache.find(key).and_then(|at| cache.seq::<GdidState>(at)));
     match cached.map(|c| c.stats()) {
         Some(s) => emit((
             Some(scope),

@@ -10,7 +10,7 @@ use pgrx::pg_sys::{self, Datum};
 
 use crate::core::gdid::value::SIZE;
 use crate::pg::errors::no_unwind;
-use crate::sql::gdid_datum::read;
+use crate::pg::gdid_datum::read;
 use crate::sql::sqlfn::sql_functions;
 
 unsafe extern "C" {

@@ -1,49 +1,38 @@
-//! SQL-facing snowflake functions. Thin: arguments in, pure core, errors out. Each is declared
-//! once, below (`sql_functions!`); the rest of their SQL (the domain, views, comments) is in
-//! snowflake.sql.
+//! SQL-facing snowflake functions. Thin: arguments in, the generator (`sequences::generate`)
+//! or the pure core, errors out. Each is declared once, below (`sql_functions!`); the rest of
+//! their SQL (the domain, views, comments) is in snowflake.sql.
 
 use pgrx::pg_sys::{self, Datum};
 
 use crate::core::identity::{Kind, SequenceName};
-use crate::core::inflight::{Held, Value};
-use crate::core::lease::{self, Lease};
 use crate::core::sightings::What;
-use crate::core::snowflake::clock::{self, Bounds, Refusal, Reservation};
-use crate::core::snowflake::epoch::{format_utc, pg_timestamp_to_unix_ms, unix_ms_to_pg_timestamp};
-use crate::core::snowflake::handle::{Miss, SnowflakeSeq, SnowflakeState};
+use crate::core::snowflake::epoch::{pg_timestamp_to_unix_ms, unix_ms_to_pg_timestamp};
 use crate::core::snowflake::layout::{preset, preset_names, Layout, Parts};
+use crate::core::snowflake::snowflake_slot::SnowflakeState;
 use crate::core::wallclock;
 use crate::pg::errors::{error, Clipped, Code};
-use crate::sequences::fallback::{self, fallback_of, Missed};
-use crate::sequences::resolve::{resolve, Purpose, Resolved};
-use crate::sequences::{callsite, catalog, durable, inflight, lifecycle, privileges};
-use crate::sql::fmgr::{self, Call};
+use crate::pg::fmgr;
+use crate::sequences::generate::{self, layout_range, Generator, Snowflakes};
+use crate::sequences::{catalog, durable, lifecycle, privileges, watermark};
 use crate::sql::sqlfn::sql_functions;
-use crate::sql::watermark;
-use crate::{
-    detection, guc, node, pg::errors, pg::shmem, sequences::lookup, sequences::prerequisites,
-};
-
-/// Longest wait for the wall clock to catch up before refusing with an error.
-const MAX_WAIT_MS: u64 = 100;
-
-/// How far before the clock the fallback of a fresh sequence looks for stored keys: a fresh
-/// sequence starts at the clock, so older keys cannot meet its IDs, and a second covers a
-/// clock that steps back a little between the search and the first ID.
-const FALLBACK_MARGIN_MS: u64 = 1_000;
+use crate::{detection, guc, node, pg::errors, pg::shmem, sequences::lookup};
 
 sql_functions! {
     /// `snowflake_next(seq)`. The common case, a call site that has already resolved its name
     /// and a reservation the bounds allow at once, is a few loads and one CAS; everything else
     /// (first call, errors, waiting, lease extensions) takes the slow path.
     fn snowflake_next(seq: text_datum) -> snowflake [volatile parallel_unsafe] |call| {
-        next_without_waiting(call).unwrap_or_else(|| next(call))
+        generate::next::<Snowflakes>(call, "snowflake_next()")
     }
 
     /// `snowflake_next_batch(seq, n)`: one reservation, then one row per call.
     fn snowflake_next_batch(seq: text, n: integer) -> setof snowflake
         [volatile parallel_unsafe rows(100)] |call| {
-        next_batch(call, seq, n)
+        fmgr::rows_per_call(
+            call,
+            || generate::many::<Snowflakes>("snowflake_next_batch()", &[seq], n, "batch"),
+            |batch| batch.next().map(Datum::from),
+        )
     }
 
     /// The millisecond in which an ID was made.
@@ -96,6 +85,25 @@ sql_functions! {
         lifecycle::drop_sequence(SequenceName::Snowflake(seq))
     }
 
+    /// Below it, every ID of the sequence made on this server belongs to a transaction that
+    /// has ended; every ID made after the call is at or above it.
+    fn snowflake_watermark(seq: text) -> snowflake [volatile parallel_unsafe] |_| {
+        let (g, _) = Snowflakes::stamp(lookup::server());
+        let v = watermark::watermark(g, SequenceName::Snowflake(seq));
+        i64::try_from(v).unwrap_or(i64::MAX)
+    }
+
+    /// Rows of the snowflake_watermark_holders view.
+    fn snowflake_watermark_holders_rows() -> table(
+        sequence: regclass, pid: integer, transaction: xid, prepared: boolean,
+        first_id: bigint, since: timestamptz
+    ) [volatile parallel_unsafe] |_, emit| {
+        for r in watermark::holder_rows(Kind::Snowflake) {
+            let first = r.value.map(|v| i64::try_from(v).unwrap_or(i64::MAX));
+            emit((r.relid, r.pid, r.xid, Some(r.prepared), first, r.since_ms.map(timestamptz)));
+        }
+    }
+
     /// The trigger that counts the node numbers and authorities of values logical
     /// replication inserts into generating columns (see `detection`).
     fn snowflake_arrival_trigger() -> trigger [volatile parallel_unsafe] |call| {
@@ -130,317 +138,7 @@ sql_functions! {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Generators
-
-/// The ID, if it can be made without an error, a wait, a lease extension, or a call into
-/// PostgreSQL.
-#[inline(always)]
-fn next_without_waiting(call: Call<'_>) -> Option<i64> {
-    // SAFETY: a plain read of a backend-global flag. Read-only transactions (and every
-    // transaction on a standby) get their ERROR from the slow path.
-    if unsafe { pg_sys::XactReadOnly } || detection::refused(What::Node) {
-        return None;
-    }
-    let (server, registry) = (guc::server()?, shmem::registry()?);
-    let (node, check) = node::node_now(server)?;
-    let at = callsite::cached_slot::<1>(call)?;
-    // The transaction's first ID of the sequence is published as in flight first.
-    if !inflight::published(at) {
-        return None;
-    }
-    let seq = registry.seq::<SnowflakeState>(at)?;
-    let bounds = seq.bounds(&server.layout, node::max_clock_ahead_ms(server));
-    let r = seq.try_reserve(&server.layout, 1, &bounds).ok()?;
-    // A claim that ended meanwhile: the slow path says so (the tick is dropped).
-    check
-        .passes()
-        .then(|| server.layout.id_of_tick(r.first, node) as i64)
-}
-
-/// Resolves sequence `name` of the current database for generating.
-fn resolved(name: &[u8], layout: &Layout) -> Resolved {
-    resolve(SequenceName::Snowflake(name), layout, Purpose::Generate)
-}
-
-fn next(call: Call<'_>) -> i64 {
-    let server = lookup::server();
-    // Read-only first: a standby has no claim, and says so with 25006.
-    prerequisites::require_may_generate("snowflake_next()", What::Node);
-    let (node, check) = node::node_id(server);
-    let mut looked = None;
-    loop {
-        let r = callsite::resolved(
-            call,
-            |at| lookup::registry().seq::<SnowflakeState>(at).is_some(),
-            |[name]| resolved(name, &server.layout),
-        );
-        // Pinned after resolving, which may wait: see `shmem::refresh_epoch`.
-        let registry = lookup::registry();
-        match registry
-            .seq::<SnowflakeState>(r.at)
-            .ok_or(Missed::Evicted)
-            .and_then(|seq| in_flight(&server.layout, seq, &r, 1, fallback_of(looked, &r), node))
-        {
-            Ok(t) => {
-                // The reservation may have waited: the number must still be this server's.
-                check.confirm();
-                return server.layout.id_of_tick(t.first, node) as i64;
-            }
-            // Evicted from the cache since the call site resolved it: resolve again.
-            Err(Missed::Evicted) => {}
-            Err(Missed::Fallback) => {
-                drop(registry);
-                looked = Some((r.relid, look_for_fallback(&server.layout, node, &r)));
-            }
-        }
-    }
-}
-
-/// The first millisecond above this node's stored keys in the columns of fresh sequence `r`
-/// (see `fallback`), looked for from a second before the clock; outside the cache's epoch.
-fn look_for_fallback(layout: &Layout, node: u32, r: &Resolved) -> Option<u64> {
-    let now = layout
-        .ms_since_epoch(wallclock::precise_unix_ms())
-        .unwrap_or(0);
-    fallback::snowflake_floor(
-        r.relid,
-        layout,
-        node,
-        now.saturating_sub(FALLBACK_MARGIN_MS),
-    )
-}
-
-/// The state of a batch being returned: the ticks still to hand out.
-#[derive(Clone, Copy)]
-struct Batch {
-    next: u64,
-    last: u64,
-    node: u32,
-    layout: Layout,
-}
-
-fn next_batch(call: Call<'_>, name: &[u8], n: i32) -> Datum {
-    fmgr::rows_per_call(
-        call,
-        || {
-            let n = prerequisites::count_argument(n, "batch");
-            let server = lookup::server();
-            prerequisites::require_may_generate("snowflake_next_batch()", What::Node);
-            let (node, check) = node::node_id(server);
-            let mut looked = None;
-            let t = loop {
-                let r = resolved(name, &server.layout);
-                let registry = lookup::registry();
-                match registry
-                    .seq::<SnowflakeState>(r.at)
-                    .ok_or(Missed::Evicted)
-                    .and_then(|seq| {
-                        in_flight(&server.layout, seq, &r, n, fallback_of(looked, &r), node)
-                    }) {
-                    Ok(t) => break t,
-                    // Evicted meanwhile: resolve again.
-                    Err(Missed::Evicted) => {}
-                    Err(Missed::Fallback) => {
-                        drop(registry);
-                        looked = Some((r.relid, look_for_fallback(&server.layout, node, &r)));
-                    }
-                }
-            };
-            check.confirm();
-            Batch {
-                next: t.first,
-                last: t.last,
-                node,
-                layout: server.layout,
-            }
-        },
-        |b| {
-            (b.next <= b.last).then(|| {
-                let id = b.layout.id_of_tick(b.next, b.node) as i64;
-                b.next += 1;
-                Datum::from(id)
-            })
-        },
-    )
-}
-
-/// [`reserve`], the transaction's values of the sequence published as in flight first, for
-/// the watermarks (see `sequences::inflight`), under the node the IDs will carry, as the
-/// watermark counts.
-fn in_flight(
-    layout: &Layout,
-    seq: SnowflakeSeq<'_>,
-    r: &Resolved,
-    n: u64,
-    looked: Option<Option<u64>>,
-    node: u32,
-) -> Result<Reservation, Missed> {
-    let held = Held {
-        db: r.key.db,
-        relid: r.key.relid,
-        kind: Kind::Snowflake,
-    };
-    inflight::reserving(
-        seq.at(),
-        held,
-        watermark::snowflake_floor(&seq, node),
-        || seq.is_current(),
-        || reserve(layout, seq, r, n, looked),
-        |t| Value::from(layout.id_of_tick(t.first, node)),
-    )
-}
-
-/// Reserves `n` ticks, extending the lease when needed and waiting briefly when the sequence
-/// has run too far ahead of the clock. `looked`: the fallback, once looked for (see
-/// [`Missed::Fallback`]).
-fn reserve(
-    layout: &Layout,
-    seq: SnowflakeSeq<'_>,
-    r: &Resolved,
-    n: u64,
-    looked: Option<Option<u64>>,
-) -> Result<Reservation, Missed> {
-    let max_ahead_ms = node::max_clock_ahead_ms(lookup::server());
-    let mut waited_ms = 0;
-    loop {
-        let bounds = seq.bounds(layout, max_ahead_ms);
-        let refusal = match seq.try_reserve(layout, n, &bounds) {
-            Ok(res) => return Ok(res),
-            Err(Miss::Refused(Refusal::LeaseNeeded { last })) => {
-                extend_lease(layout, seq, r, &bounds, last, looked)?;
-                continue;
-            }
-            Err(Miss::Refused(refusal)) => refusal,
-            Err(Miss::ClockOutsideLayout { unix_ms }) => error(
-                Code::ERRCODE_DATETIME_FIELD_OVERFLOW,
-                format!(
-                    "the system clock ({}) is outside the range of snowflake IDs",
-                    format_utc(unix_ms)
-                ),
-            )
-            .detail(layout_range(layout))
-            .raise(),
-        };
-        if !seq.is_current() {
-            return Err(Missed::Evicted); // refused because its lease is gone with it
-        }
-        match clock::wait_before_retry(refusal, &bounds, MAX_WAIT_MS - waited_ms) {
-            Some(ms) => {
-                let ms = ms.max(1);
-                // SAFETY: pg_usleep only sleeps; interrupts are checked right after.
-                unsafe { pg_sys::pg_usleep(1000 * ms as std::ffi::c_long) };
-                pgrx::check_for_interrupts!();
-                waited_ms += ms;
-            }
-            None => refuse(refusal, &bounds, r, n),
-        }
-    }
-}
-
-/// Makes a lease covering tick `last` durable in the sequence's relation, unless another
-/// backend did meanwhile, then publishes it. A fresh sequence (its relation holds no lease
-/// yet) starts above the keys of this node already stored in its columns: `looked`, the
-/// fallback, must have been looked for (see [`Missed::Fallback`]).
-fn extend_lease(
-    layout: &Layout,
-    seq: SnowflakeSeq<'_>,
-    r: &Resolved,
-    bounds: &Bounds,
-    last: u64,
-    looked: Option<Option<u64>>,
-) -> Result<(), Missed> {
-    let floor = if seq.lease().end == 0 && durable::read(r.relid).is_none() {
-        looked.ok_or(Missed::Fallback)?
-    } else {
-        None
-    };
-    let _lock = durable::lock_extensions(r.key.hash());
-    if !seq.is_current() {
-        return Err(Missed::Evicted);
-    }
-    if !seq.needs_lease_for(last) {
-        return Ok(());
-    }
-    // The relation's lease is never below this entry's: an earlier entry of the sequence
-    // (since evicted) or a setval may have moved it on.
-    match durable::read(r.relid) {
-        Some(v) => seq.restore(Lease {
-            era: 0,
-            end: lease::snowflake_from_value(layout.epoch_ms, v),
-        }),
-        None => {
-            if let Some(ms) = floor {
-                seq.raise_to((ms << layout.counter_bits).saturating_sub(1));
-            }
-        }
-    }
-    let last = last.max(seq.last_tick() + 1);
-    let now_unix_ms = wallclock::precise_unix_ms();
-    let now_ms = layout
-        .ms_since_epoch(now_unix_ms)
-        .unwrap_or(last >> layout.counter_bits);
-    let end = seq.lease_target_ms(last, now_ms, bounds);
-    durable::extend_lease(
-        Kind::Snowflake,
-        r.key,
-        lease::snowflake_to_value(layout.epoch_ms, end),
-    );
-    seq.publish_lease(end);
-    seq.slot().touch(now_unix_ms);
-    Ok(())
-}
-
-fn refuse(refusal: Refusal, bounds: &Bounds, r: &Resolved, n: u64) -> ! {
-    let id = format!(
-        "snowflake sequence \"{}\"",
-        crate::core::dbtext::DbText(&catalog::relation_name(r.relid).unwrap_or_default())
-    );
-    match refusal {
-        Refusal::AheadOfClock { ahead_ms } => error(
-            Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            format!("{id} is too far ahead of the wall clock"),
-        )
-        .detail(format!(
-            "{n} more ID(s) would put it {ahead_ms} ms ahead; snowflake.max_clock_ahead is {} ms.",
-            bounds.max_ahead_ms
-        ))
-        .hint(
-            "Generate fewer IDs per millisecond or in smaller batches, or raise \
-             snowflake.max_clock_ahead. If the system clock was set back, wait for it to catch up.",
-        )
-        .raise(),
-        Refusal::BatchTooLarge { span_ms } => error(
-            Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            format!("a batch of {n} snowflake IDs spans more milliseconds than snowflake.max_clock_ahead allows"),
-        )
-        .detail(format!(
-            "{} IDs fit in a millisecond, so the batch spans {span_ms} ms; snowflake.max_clock_ahead is {} ms.",
-            1u64 << bounds.counter_bits,
-            bounds.max_ahead_ms
-        ))
-        .hint("Request smaller batches, or raise snowflake.max_clock_ahead.")
-        .raise(),
-        Refusal::PastLastTick => error(
-            Code::ERRCODE_DATETIME_FIELD_OVERFLOW,
-            format!("{id} has reached the end of its time range"),
-        )
-        .hint("Choose a later snowflake.epoch for new sequences.")
-        .raise(),
-        Refusal::LeaseNeeded { .. } => unreachable!("reserve extends the lease itself"),
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Decoders
-
-/// The DETAIL of every "outside the layout's time range" error.
-pub(crate) fn layout_range(layout: &Layout) -> String {
-    format!(
-        "IDs of this layout cover {} to {}.",
-        format_utc(layout.epoch_ms),
-        format_utc(layout.epoch_ms + layout.max_ms() as i64)
-    )
-}
 
 /// The server's layout; needs the library preloaded because the layout settings do.
 pub(crate) fn own_layout() -> &'static Layout {
@@ -570,17 +268,17 @@ fn state_row(
     // Without the library preloaded there is no cache: the catalog's part only.
     let node = guc::server().and_then(node::node_now).map(|(n, _)| n);
     let now_ms = wallclock::precise_unix_ms();
-    let key = crate::core::registry::Key {
+    let key = crate::core::cache::Key {
         db: lookup::current_db(),
         relid: seq.to_u32(),
         filenode: opened.filenode,
     };
     // Pinned while the stats are read: the slot is not reused meanwhile.
-    let pinned = shmem::registry();
-    let cached = pinned.as_ref().and_then(|registry| {
-        registry
+    let pinned = shmem::cache();
+    let cached = pinned.as_ref().and_then(|cache| {
+        cache
             .find(key)
-            .and_then(|at| registry.seq::<SnowflakeState>(at))
+            .and_then(|at| cache.seq::<SnowflakeState>(at))
     });
     let Some(s) = cached.map(|c| c.stats()) else {
         emit((

@@ -18,7 +18,7 @@
 use pgrx::pg_sys::{Datum, FunctionCallInfo};
 
 use crate::pg::errors::{self, error, Code};
-use crate::sql::fmgr::Call;
+use crate::pg::fmgr::Call;
 
 /// What `pg_proc` says of a C function, as its declaration states it.
 // Read by the test that compares declarations with the scripts.
@@ -213,8 +213,8 @@ pub mod types {
 
     use crate::core::gdid::value::Gdid;
     use crate::core::idrange::IdRange;
-    use crate::sql::fmgr::{self, Call};
-    use crate::sql::gdid_datum as datum;
+    use crate::pg::fmgr::{self, Call};
+    use crate::pg::gdid_datum as datum;
 
     pub trait SqlType {
         const SQL: &'static str;
@@ -562,7 +562,7 @@ macro_rules! sql_functions {
             #[inline(always)]
             #[allow(unused_variables)]
             fn body<'a>(
-                $call: $crate::sql::fmgr::Call<'a>,
+                $call: $crate::pg::fmgr::Call<'a>,
                 $($arg: <$crate::sql::sqlfn::types::$aty as $crate::sql::sqlfn::types::Arg<'a>>::Rust),*
             ) -> <$crate::sql::sqlfn::sql_functions!(@rettype $($ret)+) as $crate::sql::sqlfn::types::Ret>::Rust
             $body
@@ -608,7 +608,7 @@ macro_rules! sql_functions {
             #[inline(always)]
             #[allow(unused_variables)]
             fn body<'a>(
-                $call: $crate::sql::fmgr::Call<'a>,
+                $call: $crate::pg::fmgr::Call<'a>,
                 $emit: &mut dyn FnMut(Row),
                 $($arg: <$crate::sql::sqlfn::types::$aty as $crate::sql::sqlfn::types::Arg<'a>>::Rust),*
             ) $body
@@ -628,7 +628,7 @@ macro_rules! sql_functions {
                         },)*)
                     };
                     const COLUMNS: usize = <[&str]>::len(&[$(stringify!($col)),*]);
-                    $crate::sql::fmgr::materialize(call, COLUMNS, |rows| {
+                    $crate::pg::fmgr::materialize(call, COLUMNS, |rows| {
                         body(call, &mut |row: Row| {
                             let ($($col,)*) = row;
                             let mut nulls = [$($col.is_none()),*];

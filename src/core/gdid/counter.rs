@@ -17,9 +17,9 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 
+use crate::core::cache::SlotState;
 use crate::core::gdid::value::MAX_COUNTER;
 use crate::core::identity::Kind;
-use crate::core::registry::SlotState;
 
 const GENERATION_SHIFT: u32 = 60;
 

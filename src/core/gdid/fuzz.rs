@@ -123,7 +123,7 @@ fn save_crash(kind: &str, input: &[u8]) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!(
         "{kind}-{:016x}",
-        crate::legacy::record::crc32c(input)
+        crate::core::crc32c::crc32c(input)
     ));
     std::fs::write(&path, input).unwrap();
     path

@@ -4,6 +4,6 @@ pub mod compact;
 pub mod counter;
 #[cfg(test)]
 mod fuzz;
-pub mod handle;
-pub mod uuid;
+pub mod gdid_slot;
+pub mod uuid_v8;
 pub mod value;

@@ -6,10 +6,9 @@
 //! on the server's TimeZone: a timestamp without an offset is UTC.
 
 use crate::core::snowflake::layout::UnixMs;
-pub use crate::core::snowflake::layout::DEFAULT_EPOCH_MS;
 
 /// The default of `snowflake.epoch` (a C string: it is the setting's boot value); in Unix
-/// milliseconds [`DEFAULT_EPOCH_MS`] (a unit test checks that they agree).
+/// milliseconds `layout::DEFAULT_EPOCH_MS` (a unit test checks that they agree).
 pub const DEFAULT_EPOCH: &std::ffi::CStr = c"2025-01-01 00:00:00+00";
 
 /// The range the README promises for an epoch: 1970-01-01 00:00:00 UTC to the last
@@ -185,6 +184,7 @@ pub fn unix_ms_to_pg_timestamp(ms: UnixMs) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::snowflake::layout::DEFAULT_EPOCH_MS;
 
     #[test]
     fn accepted_forms() {

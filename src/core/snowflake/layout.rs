@@ -144,12 +144,6 @@ impl Layout {
         })
     }
 
-    /// The generator tick (`ms << counter_bits | counter`) of an ID's parts.
-    #[inline]
-    pub fn tick_of(&self, parts: Parts) -> u64 {
-        (parts.ms << self.counter_bits) | u64::from(parts.counter)
-    }
-
     /// The ID of a generator tick (`ms << counter_bits | counter`) made on `node`.
     #[inline]
     pub fn id_of_tick(&self, tick: u64, node: u32) -> u64 {
@@ -246,6 +240,13 @@ pub fn preset_names() -> String {
 mod tests {
     use super::*;
     use crate::core::testrng::Rng;
+
+    impl Layout {
+        /// The generator tick (`ms << counter_bits | counter`) of an ID's parts.
+        fn tick_of(&self, parts: Parts) -> u64 {
+            (parts.ms << self.counter_bits) | u64::from(parts.counter)
+        }
+    }
 
     const EPOCH_2025: UnixMs = 1_735_689_600_000;
 

@@ -2,7 +2,7 @@
 
 pub mod clock;
 pub mod epoch;
-pub mod forms;
-pub mod handle;
 pub mod layout;
-pub mod uuid;
+pub mod snowflake_slot;
+pub mod text_forms;
+pub mod uuid_v7;

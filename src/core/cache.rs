@@ -6,9 +6,9 @@
 //!
 //! PURE: no pgrx here; the tests run it on a `Vec` from several threads.
 //!
-//! A slot leaves the cache (evicted to make room, see [`Registry::evict_one`]) by becoming
+//! A slot leaves the cache (evicted to make room, see [`Cache::evict_one`]) by becoming
 //! EVICTED, which probes pass over like a slot of another key (a tombstone); it takes a new
-//! sequence once no backend can still be using it as the old one (see `epochs`). A FREE slot
+//! sequence once no backend can still be using it as the old one (see `phases`). A FREE slot
 //! is never used, so a probe can stop at the first one: a key is always stored at or before
 //! the first slot that was free when it was inserted. Each occupant of a slot has its own
 //! *generation*, and a handle ([`Seq`], [`SlotRef`]) names the generation it found: a handle
@@ -27,8 +27,8 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 
-use crate::core::epochs::Epochs;
 use crate::core::identity::{CreationLayout, Kind};
+use crate::core::reclamation::Phases;
 
 const FREE: u32 = 0;
 const CLAIMING: u32 = 1;
@@ -99,7 +99,7 @@ pub struct Slot {
     /// When the sequence last extended its lease (or entered the cache), Unix ms: the
     /// oldest of a sample is evicted.
     last_used_ms: AtomicI64,
-    /// For an EVICTED slot, the epoch its reuse waits for (see `epochs`).
+    /// For an EVICTED slot, the phase its reuse waits for (see `phases`).
     evicted_at: AtomicU64,
     state: StateWords,
 }
@@ -148,21 +148,17 @@ impl Slot {
         ));
         // SAFETY: the slot is READY or EVICTED (acquire), so `meta` was fully written and is
         // immutable until the slot is claimed again, which waits for every backend that could
-        // hold a reference (epochs).
+        // hold a reference (phases).
         unsafe { &*self.meta.get() }
     }
 
-    /// The key of a READY slot (every slot `Registry` hands out is READY).
+    /// The key of a READY slot (every slot `Cache` hands out is READY).
     pub fn key(&self) -> Key {
         Key {
             db: self.db.load(Ordering::Relaxed),
             relid: self.relid.load(Ordering::Relaxed),
             filenode: self.filenode.load(Ordering::Relaxed),
         }
-    }
-
-    pub fn kind(&self) -> Option<Kind> {
-        Kind::from_u8(self.meta().kind)
     }
 
     /// The layout its relation's definition records (see `sequences::catalog`).
@@ -177,7 +173,7 @@ impl Slot {
     }
 
     /// The slot's state words as `S`, if the slot holds a sequence of `S`'s kind (evicted or
-    /// not: [`Registry::seq`] tells them apart).
+    /// not: [`Cache::seq`] tells them apart).
     #[inline]
     fn state<S: SlotState>(&self) -> Option<&S> {
         const {
@@ -223,10 +219,6 @@ impl<'a, S: SlotState> Seq<'a, S> {
         self.at
     }
 
-    pub fn idx(&self) -> usize {
-        self.at.idx
-    }
-
     pub fn slot(&self) -> &'a Slot {
         self.slot
     }
@@ -257,14 +249,14 @@ enum Probe {
     },
 }
 
-pub struct Registry<'a> {
+pub struct Cache<'a> {
     slots: &'a [Slot],
-    epochs: Epochs<'a>,
+    phases: Phases<'a>,
 }
 
-impl<'a> Registry<'a> {
-    pub fn new(slots: &'a [Slot], epochs: Epochs<'a>) -> Self {
-        Registry { slots, epochs }
+impl<'a> Cache<'a> {
+    pub fn new(slots: &'a [Slot], phases: Phases<'a>) -> Self {
+        Cache { slots, phases }
     }
 
     pub fn capacity(&self) -> usize {
@@ -330,7 +322,7 @@ impl<'a> Registry<'a> {
                 .is_ok()
             {
                 if from == EVICTED {
-                    // No backend can see the old occupant's state any more (epochs).
+                    // No backend can see the old occupant's state any more (phases).
                     for w in &slot.state.0 {
                         w.store(0, Ordering::Relaxed);
                     }
@@ -359,7 +351,7 @@ impl<'a> Registry<'a> {
         let cap = self.slots.len();
         let start = (key.hash() % cap as u64) as usize;
         let mut reusable = None;
-        // Run once, at the first evicted slot: see `Epochs::before_reclaiming`.
+        // Run once, at the first evicted slot: see `Phases::before_reclaiming`.
         let mut may_reclaim = None;
         for step in 0..cap {
             let idx = (start + step) % cap;
@@ -371,8 +363,8 @@ impl<'a> Registry<'a> {
                     EVICTED => {
                         if for_insert
                             && reusable.is_none()
-                            && *may_reclaim.get_or_insert_with(|| self.epochs.before_reclaiming())
-                            && self.epochs.all_past(slot.evicted_at.load(Ordering::SeqCst))
+                            && *may_reclaim.get_or_insert_with(|| self.phases.before_reclaiming())
+                            && self.phases.all_past(slot.evicted_at.load(Ordering::SeqCst))
                         {
                             reusable = Some(idx);
                         }
@@ -406,7 +398,7 @@ impl<'a> Registry<'a> {
         if slot.status.load(Ordering::Acquire) != READY {
             return false;
         }
-        // Not reusable until the epoch below is known.
+        // Not reusable until the phase below is known.
         slot.evicted_at.store(u64::MAX, Ordering::SeqCst);
         if slot
             .status
@@ -415,9 +407,9 @@ impl<'a> Registry<'a> {
         {
             return false;
         }
-        // After the mark, so that a backend entering at this epoch or later finds it evicted.
+        // After the mark, so that a backend entering at this phase or later finds it evicted.
         slot.evicted_at
-            .store(self.epochs.advance(), Ordering::SeqCst);
+            .store(self.phases.advance(), Ordering::SeqCst);
         true
     }
 
@@ -465,7 +457,7 @@ impl<'a> Registry<'a> {
         self.slots
             .iter()
             .filter(|s| {
-                s.is_evicted() && !self.epochs.all_past(s.evicted_at.load(Ordering::SeqCst))
+                s.is_evicted() && !self.phases.all_past(s.evicted_at.load(Ordering::SeqCst))
             })
             .count()
     }
@@ -477,7 +469,7 @@ pub(crate) mod tests {
     use std::collections::HashSet;
     use std::sync::atomic::AtomicBool;
 
-    /// A table and its epochs (8 backends), as shared memory holds them.
+    /// A table and its phases (8 backends), as shared memory holds them.
     pub struct Table {
         slots: Vec<Slot>,
         global: AtomicU64,
@@ -485,12 +477,12 @@ pub(crate) mod tests {
     }
 
     impl Table {
-        pub fn registry(&self) -> Registry<'_> {
-            Registry::new(&self.slots, self.epochs())
+        pub fn cache(&self) -> Cache<'_> {
+            Cache::new(&self.slots, self.phases())
         }
 
-        pub fn epochs(&self) -> Epochs<'_> {
-            Epochs::new(&self.global, &self.active, None)
+        pub fn phases(&self) -> Phases<'_> {
+            Phases::new(&self.global, &self.active, None)
         }
     }
 
@@ -515,7 +507,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn insert(r: &Registry<'_>, k: Key) -> Result<SlotRef, Full> {
+    fn insert(r: &Cache<'_>, k: Key) -> Result<SlotRef, Full> {
         r.find_or_insert(k, Kind::Snowflake, LAYOUT, 0)
     }
 
@@ -542,7 +534,7 @@ pub(crate) mod tests {
     #[test]
     fn one_slot_per_key_and_storage() {
         let t = table(8);
-        let r = t.registry();
+        let r = t.cache();
         let a = insert(&r, key(1, 100)).unwrap();
         assert_eq!(insert(&r, key(1, 100)), Ok(a));
         let b = insert(&r, key(2, 100)).unwrap();
@@ -563,7 +555,7 @@ pub(crate) mod tests {
     #[test]
     fn state_words_are_handed_out_only_as_the_slots_own_kind() {
         let t = table(4);
-        let r = t.registry();
+        let r = t.cache();
         let s = insert(&r, key(1, 1)).unwrap();
         let g = r
             .find_or_insert(key(1, 2), Kind::Gdid, CreationLayout::default(), 0)
@@ -595,8 +587,8 @@ pub(crate) mod tests {
     #[test]
     fn an_evicted_slot_is_reused_once_no_backend_can_hold_it() {
         let t = table(4);
-        let r = t.registry();
-        let e = t.epochs();
+        let r = t.cache();
+        let e = t.phases();
         assert!(e.enter(0)); // backend 0 found it before the eviction
         let a = insert(&r, key(1, 1)).unwrap();
         r.seq::<SnowflakeWords>(a)
@@ -638,7 +630,7 @@ pub(crate) mod tests {
     #[test]
     fn eviction_takes_the_least_recently_used_of_its_sample() {
         let t = table(16);
-        let r = t.registry();
+        let r = t.cache();
         for i in 0..16 {
             let at = insert(&r, key(1, i)).unwrap();
             r.slot(at.idx).touch(1_000 + i64::from(i));
@@ -655,7 +647,7 @@ pub(crate) mod tests {
     fn a_key_evicted_and_inserted_again_is_found_once() {
         // A reused tombstone before the key's own slot must not make a second copy.
         let t = table(8);
-        let r = t.registry();
+        let r = t.cache();
         let refs: Vec<SlotRef> = (0..6).map(|i| insert(&r, key(1, i)).unwrap()).collect();
         for at in refs.iter().step_by(2) {
             assert!(r.evict(at.idx));
@@ -694,7 +686,7 @@ pub(crate) mod tests {
             let handles: Vec<_> = (0..8)
                 .map(|_| {
                     s.spawn(|| {
-                        let r = t.registry();
+                        let r = t.cache();
                         (0..48)
                             .map(|i| insert(&r, key(1, i)).unwrap())
                             .collect::<Vec<_>>()
@@ -721,8 +713,8 @@ pub(crate) mod tests {
             for me in 0..6 {
                 let (t, stop, claims) = (&t, &stop, &claims);
                 s.spawn(move || {
-                    let r = t.registry();
-                    let e = t.epochs();
+                    let r = t.cache();
+                    let e = t.phases();
                     let mut i = me as u32;
                     while !stop.load(Ordering::Relaxed) {
                         assert!(e.enter(me));
@@ -741,7 +733,7 @@ pub(crate) mod tests {
                     }
                 });
             }
-            let r = t.registry();
+            let r = t.cache();
             let mut reused = 0;
             let mut round = 0u32;
             // Until both sides have done plenty (the readers may start late), within bounds.

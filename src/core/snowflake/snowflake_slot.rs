@@ -1,4 +1,4 @@
-//! One snowflake sequence: its state words in a registry slot, and everything that can be
+//! One snowflake sequence: its state words in a cache slot, and everything that can be
 //! done with them without PostgreSQL: one attempt at reserving ticks (clock choice, CAS,
 //! counters), the check against the layout it was created with, the size of a lease
 //! extension, and restoring a durable lease.
@@ -8,9 +8,9 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-use crate::core::identity::{CreationLayout, Kind};
+use crate::core::cache::{Seq, SlotState};
+use crate::core::identity::Kind;
 use crate::core::lease::Lease;
-use crate::core::registry::{Seq, SlotState};
 use crate::core::snowflake::clock::{self, Bounds, Refusal, Reservation};
 use crate::core::snowflake::layout::Layout;
 use crate::core::wallclock;
@@ -43,7 +43,7 @@ unsafe impl SlotState for SnowflakeState {
     const KIND: Kind = Kind::Snowflake;
 }
 
-/// A snowflake sequence: a registry slot known to hold one.
+/// A snowflake sequence: a cache slot known to hold one.
 pub type SnowflakeSeq<'a> = Seq<'a, SnowflakeState>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,12 +114,6 @@ impl SnowflakeSeq<'_> {
     pub fn layout(&self) -> Layout {
         let c = self.slot().created_with();
         Layout::own(c.node_bits, c.epoch_ms)
-    }
-
-    /// Whether the sequence was created under `layout` (the server's now). Its state counts
-    /// ticks of the layout it was created with, so this comes before anything reads them.
-    pub fn created_under(&self, layout: &Layout) -> bool {
-        self.slot().created_with() == creation_layout(layout)
     }
 
     /// The bounds of a reservation now. The lease only grows while the server runs, so a
@@ -261,26 +255,34 @@ impl SnowflakeSeq<'_> {
     }
 }
 
-/// What a new sequence records of the server's layout.
-pub fn creation_layout(layout: &Layout) -> CreationLayout {
-    CreationLayout {
-        epoch_ms: layout.epoch_ms,
-        node_bits: layout.node_bits,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::cache::tests::{key, table};
     use crate::core::identity::CreationLayout;
-    use crate::core::registry::tests::{key, table};
-    use crate::core::snowflake::epoch::DEFAULT_EPOCH_MS;
+    use crate::core::snowflake::layout::DEFAULT_EPOCH_MS;
 
     const LAYOUT: Layout = Layout::own(10, DEFAULT_EPOCH_MS);
 
+    /// What a new sequence records of the server's layout.
+    fn creation_layout(layout: &Layout) -> CreationLayout {
+        CreationLayout {
+            epoch_ms: layout.epoch_ms,
+            node_bits: layout.node_bits,
+        }
+    }
+
+    impl SnowflakeSeq<'_> {
+        /// Whether the sequence was created under `layout` (the server's now). Its state counts
+        /// ticks of the layout it was created with, so this comes before anything reads them.
+        fn created_under(&self, layout: &Layout) -> bool {
+            self.slot().created_with() == creation_layout(layout)
+        }
+    }
+
     fn with_seq(test: impl FnOnce(SnowflakeSeq<'_>)) {
         let t = table(2);
-        let r = t.registry();
+        let r = t.cache();
         let at = r
             .find_or_insert(key(1, 1), Kind::Snowflake, creation_layout(&LAYOUT), 0)
             .unwrap();
@@ -299,7 +301,7 @@ mod tests {
     #[test]
     fn only_a_snowflake_slot_is_a_snowflake_sequence() {
         let t = table(2);
-        let r = t.registry();
+        let r = t.cache();
         let at = r
             .find_or_insert(key(1, 2), Kind::Gdid, CreationLayout::default(), 0)
             .unwrap();

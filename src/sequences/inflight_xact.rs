@@ -1,5 +1,6 @@
-//! This process's values in flight (see `core::inflight`): a generator publishes its
-//! transaction's entry for a sequence before the transaction's first reservation from it, and
+//! The values in flight of this process's transaction (the table of every process's is
+//! `core::inflight`): a generator publishes the transaction's entry for a sequence before the
+//! transaction's first reservation from it, and
 //! the entries go when the transaction ends, or move to the prepared transaction at PREPARE
 //! TRANSACTION. What a transaction has published is also kept here, per cache slot, so that
 //! every later value of the transaction costs the fast path one comparison.
@@ -10,11 +11,10 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Or
 use pgrx::pg_guard;
 use pgrx::pg_sys;
 
+use crate::core::cache::SlotRef;
 use crate::core::inflight::{Held, Published, Value, ENTRIES};
-use crate::core::registry::SlotRef;
 use crate::core::wallclock;
 use crate::pg::{procs, shmem};
-use crate::sequences::fallback::Missed;
 
 /// The slots (`idx << 32 | generation`) this transaction has published an entry for, and
 /// how many. Process-local: a backend is one thread; loads and stores only.
@@ -46,34 +46,18 @@ pub struct Entry {
     at: SlotRef,
 }
 
-/// A reservation (`reserve`) from the sequence `held` in cache slot `at`, with the
-/// transaction's values of it published as in flight first: `lower` is at or below anything
-/// the reservation can take, `first` the first value it took. The slot must still hold the
-/// sequence after publishing (`is_current`, read behind a full fence): else a watermark that
-/// found the sequence gone from the cache, and counted from its relation's lease, may have
-/// missed the entry, and the slot would hand out values below that lease.
-pub fn reserving<T>(
-    at: SlotRef,
-    held: Held,
-    lower: Value,
-    is_current: impl Fn() -> bool,
-    reserve: impl FnOnce() -> Result<T, Missed>,
-    first: impl Fn(&T) -> Value,
-) -> Result<T, Missed> {
-    let entry = hold(at, held, lower);
+/// Publishes this transaction's entry for `held` (in cache slot `at`), `lower` at or below
+/// anything its coming reservation takes, unless it has one; then a full fence, so that what
+/// the caller reads of the slot next (does it still hold the sequence?) comes after the entry
+/// is visible. Before the reservation; `Some` if the entry is new, to be [`raise`]d to the
+/// reservation's first value.
+pub fn hold(at: SlotRef, held: Held, lower: Value) -> Option<Entry> {
+    let entry = publish(at, held, lower);
     fence(Ordering::SeqCst);
-    if !is_current() {
-        return Err(Missed::Evicted);
-    }
-    let t = reserve()?;
-    raise(entry, first(&t));
-    Ok(t)
+    entry
 }
 
-/// Publishes this transaction's entry for `held` (in slot `at`), `lower` at or below anything
-/// its coming reservation takes, unless it has one. Before that reservation; `Some` if the
-/// entry is new, to be raised to the reservation's first value.
-fn hold(at: SlotRef, held: Held, lower: Value) -> Option<Entry> {
+fn publish(at: SlotRef, held: Held, lower: Value) -> Option<Entry> {
     let (holders, me) = (shmem::holders()?, shmem::my_entry()?);
     HOLDS.store(true, Ordering::Relaxed);
     match holders.publish(me, held, lower, wallclock::precise_unix_ms()) {
@@ -90,7 +74,7 @@ fn hold(at: SlotRef, held: Held, lower: Value) -> Option<Entry> {
 /// After the reservation: the entry holds the transaction's first value, `first`. Only now
 /// may the fast path take values under it: a reservation that failed (an ERROR a savepoint
 /// caught) leaves it unraised, and the next value raises it.
-fn raise(entry: Option<Entry>, first: Value) {
+pub fn raise(entry: Option<Entry>, first: Value) {
     if let (Some(e), Some(holders)) = (entry, shmem::holders()) {
         holders.raise(e.me, e.i, first);
         remember(e.at);

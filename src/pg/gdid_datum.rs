@@ -4,7 +4,7 @@
 use pgrx::pg_sys::Datum;
 
 use crate::core::gdid::value::{Gdid, SIZE};
-use crate::sql::fmgr;
+use crate::pg::fmgr;
 
 /// The gdid a Datum points at.
 ///

@@ -1,5 +1,5 @@
-//! The floors of names whose relation this transaction made and generated from (see
-//! `core::name_floors`): reserved with every lease such a relation takes, brought down at a
+//! The floors of names whose relation this transaction made and generated from (the table of
+//! every transaction's is `core::name_floors`): reserved with every lease such a relation takes, brought down at a
 //! rollback to exactly what was handed out, read by the fallback of a fresh relation, and
 //! forgotten when the transaction commits.
 //!
@@ -21,12 +21,12 @@ use std::cell::RefCell;
 
 use pgrx::pg_sys::{self, Oid};
 
+use crate::core::cache::Key;
 use crate::core::gdid::counter::GdidState;
 use crate::core::identity::{Kind, RelationName};
 use crate::core::lease::{self, Lease};
 use crate::core::name_floors::{FloorKey, NameFloors};
-use crate::core::registry::Key;
-use crate::core::snowflake::handle::SnowflakeState;
+use crate::core::snowflake::snowflake_slot::SnowflakeState;
 use crate::pg::errors::{error, Code};
 use crate::pg::shmem::{self, InterruptibleLock};
 use crate::sequences::{catalog, lookup};
@@ -162,7 +162,7 @@ fn database_exists(db: u32) -> bool {
 /// The floor of the name of relation `relid` of `kind`: what relations of that name handed
 /// out in transactions that did not commit.
 pub fn floor(kind: Kind, relid: Oid) -> Option<i64> {
-    shmem::registry()?; // not preloaded: no table
+    shmem::cache()?; // not preloaded: no table
     let key = key_of(kind, relid)?;
     with_table(|t| t.floor(&key))
 }
@@ -171,15 +171,15 @@ pub fn floor(kind: Kind, relid: Oid) -> Option<i64> {
 /// its cache entry, if it is still there; else the highest lease it took. Nothing from a
 /// relation that handed nothing out.
 fn handed_out(r: &Recorded) -> Option<i64> {
-    let Some(registry) = shmem::registry() else {
+    let Some(cache) = shmem::cache() else {
         return Some(r.leased);
     };
-    let Some(at) = registry.find(r.cache) else {
+    let Some(at) = cache.find(r.cache) else {
         return Some(r.leased);
     };
     match r.name.kind {
         Kind::Snowflake => {
-            let Some(seq) = registry.seq::<SnowflakeState>(at) else {
+            let Some(seq) = cache.seq::<SnowflakeState>(at) else {
                 return Some(r.leased);
             };
             let layout = seq.layout();
@@ -190,7 +190,7 @@ fn handed_out(r: &Recorded) -> Option<i64> {
             })
         }
         Kind::Gdid => {
-            let Some(seq) = registry.seq::<GdidState>(at) else {
+            let Some(seq) = cache.seq::<GdidState>(at) else {
                 return Some(r.leased);
             };
             let s = seq.stats();

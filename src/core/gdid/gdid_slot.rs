@@ -1,20 +1,20 @@
-//! One gdid sequence: a registry slot known to hold one, its counters (see `counter`), and
+//! One gdid sequence: a cache slot known to hold one, its counters (see `counter`), and
 //! the arithmetic of its lease: how big the next block is, whether an extension or a new era
 //! is still needed once the lease lock is held, how `gdid_advance` moves it on, and restoring
 //! a durable lease.
 //!
 //! PURE: no pgrx here.
 
+use crate::core::cache::Seq;
 use crate::core::gdid::counter::{GdidState, Need, Taken};
 use crate::core::gdid::value::MAX_COUNTER;
 use crate::core::lease::Lease;
-use crate::core::registry::Seq;
 
 /// Lease blocks: the first one, and the most a block grows to under sustained load.
 pub const MIN_BLOCK: u64 = 1 << 10;
 pub const MAX_BLOCK: u64 = 1 << 20;
 
-/// A gdid sequence: a registry slot known to hold one.
+/// A gdid sequence: a cache slot known to hold one.
 pub type GdidSeq<'a> = Seq<'a, GdidState>;
 
 /// What to do once the lease lock is held.
@@ -199,12 +199,12 @@ impl GdidSeq<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::cache::tests::{key, table};
     use crate::core::identity::{CreationLayout, Kind};
-    use crate::core::registry::tests::{key, table};
 
     fn with_seq(test: impl FnOnce(GdidSeq<'_>)) {
         let t = table(2);
-        let r = t.registry();
+        let r = t.cache();
         let at = r
             .find_or_insert(key(1, 2), Kind::Gdid, CreationLayout::default(), 0)
             .unwrap();

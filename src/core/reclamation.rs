@@ -5,16 +5,16 @@
 //!
 //! Backends reach a slot without a lock (the generators' whole point), so a slot cannot be
 //! handed to a new sequence the moment its old one is dropped: a backend may be between
-//! finding the slot and claiming a value from it. This is epoch-based reclamation, at the
-//! granularity of a call: before a call touches the table it publishes the current epoch in
-//! its backend's entry ([`Epochs::enter`]), and clears it when the call ends
-//! ([`Epochs::exit`]). A drop marks the slot first, then advances the epoch
-//! ([`Epochs::advance`]), and the slot may be reused once every entry is either clear or at
-//! least that new epoch ([`Epochs::all_past`]): every call that could have found the slot
+//! finding the slot and claiming a value from it. This is epoch-based reclamation (its epochs
+//! are called phases here: "epoch" is the ID's time origin), at the granularity of a call: before a call touches the table it publishes the current phase in
+//! its backend's entry ([`Phases::enter`]), and clears it when the call ends
+//! ([`Phases::exit`]). A drop marks the slot first, then advances the phase
+//! ([`Phases::advance`]), and the slot may be reused once every entry is either clear or at
+//! least that new phase ([`Phases::all_past`]): every call that could have found the slot
 //! before it was dropped has ended since. A call starting later finds the slot dropped (the
-//! drop's mark comes before the epoch it reads, in the single total order of sequentially
+//! drop's mark comes before the phase it reads, in the single total order of sequentially
 //! consistent operations). What a backend keeps between calls (a call site's slot) it checks
-//! by generation before use, inside the next call's epoch.
+//! by generation before use, inside the next call's phase.
 //!
 //! Entering must order the entry's store before the call's loads of slots (a reclaimer that
 //! misses the store could reuse a slot the call then reads). A fence per call does it, and
@@ -26,7 +26,7 @@
 //! `membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)`, as liburcu does for threads). A reader's store
 //! is then either visible to the reclaimer, or ordered after the barrier together with its
 //! loads, which find the slot evicted. Readers that are not registered to receive the
-//! barrier enter with the fence ([`Epochs::enter`]); both kinds mix safely.
+//! barrier enter with the fence ([`Phases::enter`]); both kinds mix safely.
 //!
 //! A call that waits (a first use reading a locked table) delays the reuse of slots evicted
 //! meanwhile; a backend idle in a transaction does not.
@@ -37,29 +37,24 @@ use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 /// before it returns; false if it could not (the reclaimer then reuses nothing).
 pub type Barrier = fn() -> bool;
 
-/// The epoch counter and one entry per backend, in shared memory (all-zero: no epoch yet,
+/// The phase counter and one entry per backend, in shared memory (all-zero: no phase yet,
 /// nobody entered).
 #[derive(Clone, Copy)]
-pub struct Epochs<'a> {
+pub struct Phases<'a> {
     global: &'a AtomicU64,
     active: &'a [AtomicU64],
     /// What a reclaimer runs before reading the entries, when some readers enter without a
-    /// fence ([`Epochs::enter_registered`]); `None` when every reader fences.
+    /// fence ([`Phases::enter_registered`]); `None` when every reader fences.
     barrier: Option<Barrier>,
 }
 
-impl<'a> Epochs<'a> {
+impl<'a> Phases<'a> {
     pub fn new(global: &'a AtomicU64, active: &'a [AtomicU64], barrier: Option<Barrier>) -> Self {
-        Epochs {
+        Phases {
             global,
             active,
             barrier,
         }
-    }
-
-    /// How many backends have an entry.
-    pub fn capacity(&self) -> usize {
-        self.active.len()
     }
 
     /// Backend `me` starts using the table; false if it has no entry (it must not then).
@@ -68,13 +63,13 @@ impl<'a> Epochs<'a> {
             return false;
         };
         // Never 0, which means "not entered".
-        let epoch = self.global.load(Ordering::SeqCst) + 1;
-        entry.store(epoch, Ordering::SeqCst);
+        let phase = self.global.load(Ordering::SeqCst) + 1;
+        entry.store(phase, Ordering::SeqCst);
         true
     }
 
     /// Backend `me` starts using the table, without a fence: only for a process that
-    /// receives the reclaimers' barrier (registered for it), and only in epochs made with
+    /// receives the reclaimers' barrier (registered for it), and only in phases made with
     /// one. False if it has no entry (it must not then).
     #[inline]
     pub fn enter_registered(&self, me: usize) -> bool {
@@ -85,8 +80,8 @@ impl<'a> Epochs<'a> {
             self.barrier.is_some(),
             "a registered entry needs the barrier"
         );
-        let epoch = self.global.load(Ordering::SeqCst) + 1;
-        entry.store(epoch, Ordering::Release);
+        let phase = self.global.load(Ordering::SeqCst) + 1;
+        entry.store(phase, Ordering::Release);
         // The CPU's ordering of this store before the call's loads comes from the
         // reclaimers' barrier; the compiler's from this.
         compiler_fence(Ordering::SeqCst);
@@ -94,7 +89,7 @@ impl<'a> Epochs<'a> {
     }
 
     /// What a reclaimer must run after seeing a slot evicted and before asking
-    /// [`Epochs::all_past`] about it; false if the slot must not be reused now.
+    /// [`Phases::all_past`] about it; false if the slot must not be reused now.
     pub fn before_reclaiming(&self) -> bool {
         self.barrier.is_none_or(|barrier| barrier())
     }
@@ -106,17 +101,17 @@ impl<'a> Epochs<'a> {
         }
     }
 
-    /// After a slot was marked dropped: the epoch its reuse must wait for.
+    /// After a slot was marked dropped: the phase its reuse must wait for.
     pub fn advance(&self) -> u64 {
-        // The epoch a backend entering from now on publishes.
+        // The phase a backend entering from now on publishes.
         self.global.fetch_add(1, Ordering::SeqCst) + 2
     }
 
-    /// Whether every backend entered at `epoch` or later, or not at all.
-    pub fn all_past(&self, epoch: u64) -> bool {
+    /// Whether every backend entered at `phase` or later, or not at all.
+    pub fn all_past(&self, phase: u64) -> bool {
         self.active.iter().all(|e| {
             let e = e.load(Ordering::SeqCst);
-            e == 0 || e >= epoch
+            e == 0 || e >= phase
         })
     }
 }
@@ -137,7 +132,7 @@ mod tests {
     #[test]
     fn a_drop_waits_for_the_backends_entered_before_it() {
         let (g, a) = table(3);
-        let e = Epochs::new(&g, &a, None);
+        let e = Phases::new(&g, &a, None);
         assert!(e.enter(0));
         let d = e.advance();
         assert!(!e.all_past(d), "backend 0 entered before the drop");
@@ -169,7 +164,7 @@ mod tests {
 
     fn readers_and_a_reclaimer(barrier: Option<Barrier>) {
         let (g, a) = table(8);
-        let epochs = Epochs::new(&g, &a, barrier);
+        let phases = Phases::new(&g, &a, barrier);
         let dropped = AtomicBool::new(false);
         let in_use = AtomicU64::new(0);
         let stop = AtomicBool::new(false);
@@ -179,13 +174,13 @@ mod tests {
         let (refused_entries, reused_in_use) = (AtomicU64::new(0), AtomicU64::new(0));
         std::thread::scope(|s| {
             for me in 0..7 {
-                let (epochs, dropped, in_use, stop) = (&epochs, &dropped, &in_use, &stop);
+                let (phases, dropped, in_use, stop) = (&phases, &dropped, &in_use, &stop);
                 let refused_entries = &refused_entries;
                 s.spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
                         let entered = match barrier {
-                            Some(_) => epochs.enter_registered(me),
-                            None => epochs.enter(me),
+                            Some(_) => phases.enter_registered(me),
+                            None => phases.enter(me),
                         };
                         if !entered {
                             refused_entries.fetch_add(1, Ordering::Relaxed);
@@ -196,15 +191,15 @@ mod tests {
                             std::hint::spin_loop();
                             in_use.fetch_sub(1, Ordering::SeqCst);
                         }
-                        epochs.exit(me);
+                        phases.exit(me);
                     }
                 });
             }
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
             for _ in 0..2_000 {
                 dropped.store(true, Ordering::SeqCst);
-                let d = epochs.advance();
-                while !(epochs.before_reclaiming() && epochs.all_past(d))
+                let d = phases.advance();
+                while !(phases.before_reclaiming() && phases.all_past(d))
                     && std::time::Instant::now() < deadline
                 {
                     std::hint::spin_loop();
@@ -223,7 +218,7 @@ mod tests {
             "a reader still used the slot"
         );
         assert!(
-            epochs.all_past(epochs.advance()),
+            phases.all_past(phases.advance()),
             "a reader never left (the wait timed out)"
         );
     }
