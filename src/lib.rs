@@ -7,28 +7,44 @@
 //! everything else; `hooks` everything installed into PostgreSQL; `pg` the plumbing (errors,
 //! SPI, shared memory); `detection` what logical replication brings; `legacy` what is left of
 //! 0.3.0's lease file, for the update from it.
+//!
+//! Built with `RUSTFLAGS="--cfg loom"` (`make loom`), the crate is `core` alone, its atomics
+//! the model checker's (see `core::sync`): everything else is left out.
 
 pub mod core;
+#[cfg(not(loom))]
 pub mod legacy;
 
+#[cfg(not(loom))]
 mod detection;
+#[cfg(not(loom))]
 mod guc;
+#[cfg(not(loom))]
 mod hooks;
+#[cfg(not(loom))]
 mod node;
+#[cfg(not(loom))]
 mod pg;
+#[cfg(not(loom))]
 mod sequences;
+#[cfg(not(loom))]
 mod sql;
 
+#[cfg(not(loom))]
 pgrx::pg_module_magic!();
 
+#[cfg(not(loom))]
 pgrx::extension_sql_file!("sql/snowflake.sql", name = "snowflake_api");
+#[cfg(not(loom))]
 pgrx::extension_sql_file!(
     "sql/gdid.sql",
     name = "gdid_api",
     requires = ["snowflake_api"]
 );
+#[cfg(not(loom))]
 pgrx::extension_sql_file!("sql/node.sql", name = "node_api", requires = ["gdid_api"]);
 
+#[cfg(not(loom))]
 #[no_mangle]
 pub extern "C" fn _PG_init() {
     // SAFETY: PostgreSQL calls _PG_init once, when it loads the library; the outermost frame.

@@ -24,8 +24,7 @@
 //! [`SlotState`] type, and [`Slot::state`] hands a slot's words out only as the type of the
 //! slot's own kind: gdid code cannot read a snowflake slot by mistake.
 
-use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use crate::core::sync::{spin_loop, AtomicI64, AtomicU32, AtomicU64, Ordering, UnsafeCell};
 
 use crate::core::identity::{CreationLayout, Kind};
 use crate::core::reclamation::Phases;
@@ -38,12 +37,22 @@ const EVICTED: u32 = 3;
 /// Bytes of state words every slot has room for.
 pub const STATE_SIZE: usize = 128;
 
+/// How many words that is; under loom, as many as the largest kind's state (7): the models
+/// reset every word of a reused slot, each store one more step to explore.
+#[cfg(not(loom))]
+const STATE_WORDS: usize = STATE_SIZE / 8;
+#[cfg(loom)]
+const STATE_WORDS: usize = 7;
+
 /// The state words of a slot, uninterpreted: zero until the slot's kind gives them a meaning.
 /// On cache lines of their own, since every generating call writes here while the key is
 /// read-only once published.
 #[repr(C, align(64))]
 #[derive(Default)]
-struct StateWords([AtomicU64; STATE_SIZE / 8]);
+struct StateWords([AtomicU64; STATE_WORDS]);
+
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<StateWords>() == STATE_SIZE);
 
 /// The state of one kind of sequence, laid over a slot's state words.
 ///
@@ -79,7 +88,7 @@ impl Key {
 }
 
 /// Written once by the claimer before the slot is published, immutable afterwards.
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct Meta {
     kind: u8,
     created_with: CreationLayout,
@@ -141,7 +150,7 @@ impl Slot {
             && self.generation.load(Ordering::Acquire) == generation
     }
 
-    fn meta(&self) -> &Meta {
+    fn meta(&self) -> Meta {
         debug_assert!(matches!(
             self.status.load(Ordering::Acquire),
             READY | EVICTED
@@ -149,7 +158,7 @@ impl Slot {
         // SAFETY: the slot is READY or EVICTED (acquire), so `meta` was fully written and is
         // immutable until the slot is claimed again, which waits for every backend that could
         // hold a reference (phases).
-        unsafe { &*self.meta.get() }
+        self.meta.with(|m| unsafe { *m })
     }
 
     /// The key of a READY slot (every slot `Cache` hands out is READY).
@@ -181,7 +190,7 @@ impl Slot {
     #[inline]
     fn state<S: SlotState>(&self) -> Option<&S> {
         const {
-            assert!(std::mem::size_of::<S>() <= STATE_SIZE);
+            assert!(std::mem::size_of::<S>() <= std::mem::size_of::<StateWords>());
             assert!(std::mem::align_of::<S>() <= 64);
         }
         let status = self.status.load(Ordering::Acquire);
@@ -190,7 +199,8 @@ impl Slot {
         }
         // SAFETY: StateWords is STATE_SIZE bytes of atomics aligned to 64; S fits in it (checked
         // above at compile time), is made only of atomics and valid when zeroed (SlotState's
-        // contract), so any bytes the words hold are a valid S, shared access included.
+        // contract), so any bytes the words hold are a valid S, shared access included. (Under
+        // loom, both are loom `AtomicU64`s one after the other, see `sync`.)
         Some(unsafe { &*std::ptr::from_ref(&self.state).cast::<S>() })
     }
 }
@@ -340,9 +350,12 @@ impl<'a> Cache<'a> {
                 slot.filenode.store(key.filenode, Ordering::Relaxed);
                 // SAFETY: we own the slot (-> CLAIMING); nobody reads `meta` until the
                 // release store of READY below.
-                let m = unsafe { &mut *slot.meta.get() };
-                m.kind = kind as u8;
-                m.created_with = created_with;
+                slot.meta.with_mut(|m| unsafe {
+                    *m = Meta {
+                        kind: kind as u8,
+                        created_with,
+                    }
+                });
                 slot.last_used_ms.store(now_ms, Ordering::Relaxed);
                 slot.evicted_at.store(0, Ordering::Relaxed);
                 slot.generation.fetch_add(1, Ordering::Relaxed);
@@ -385,7 +398,7 @@ impl<'a> Cache<'a> {
                         }
                     }
                     // Another backend is writing a key: a handful of stores.
-                    _ => std::hint::spin_loop(),
+                    _ => spin_loop(),
                 }
             }
         }
@@ -473,6 +486,7 @@ impl<'a> Cache<'a> {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    #![cfg(not(loom))] // with std atomics, outside the model checker
     use super::*;
     use std::collections::HashSet;
     use std::sync::atomic::AtomicBool;

@@ -31,7 +31,7 @@
 //! A call that waits (a first use reading a locked table) delays the reuse of slots evicted
 //! meanwhile; a backend idle in a transaction does not.
 
-use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
+use crate::core::sync::{compiler_fence, AtomicU64, Ordering};
 
 /// Makes every CPU that runs a process registered for it execute a full memory barrier
 /// before it returns; false if it could not (the reclaimer then reuses nothing).
@@ -123,6 +123,7 @@ impl<'a> Phases<'a> {
 
 #[cfg(test)]
 mod tests {
+    #![cfg(not(loom))] // with std atomics, outside the model checker
     use super::*;
     use crate::core::membarrier;
     use std::sync::atomic::AtomicBool;

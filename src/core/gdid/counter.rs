@@ -15,7 +15,7 @@
 //! therefore finds its CAS failing, and a caller whose CAS succeeded read the era its
 //! counters belong to.
 
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use crate::core::sync::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use crate::core::cache::SlotState;
 use crate::core::gdid::value::MAX_COUNTER;
@@ -159,6 +159,7 @@ impl GdidState {
                 return (era, last + 1);
             }
             era = again;
+            crate::core::sync::model_yield();
         }
         // Still moving, or used up: the start of the era, below anything a claim takes from
         // now on.
@@ -218,6 +219,7 @@ impl GdidState {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    #![cfg(not(loom))] // with std atomics, outside the model checker
     use super::*;
     use std::collections::HashSet;
 

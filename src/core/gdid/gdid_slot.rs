@@ -198,6 +198,7 @@ impl GdidSeq<'_> {
 
 #[cfg(test)]
 mod tests {
+    #![cfg(not(loom))] // with std atomics, outside the model checker
     use super::*;
     use crate::core::cache::tests::{key, table};
     use crate::core::identity::{CreationLayout, Kind};

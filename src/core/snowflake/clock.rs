@@ -8,7 +8,7 @@
 //! itself (the logical clock runs ahead of the wall clock), a wall clock that steps back is
 //! simply outrun, and a batch is the same single CAS as one ID.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::core::sync::{AtomicU64, Ordering};
 
 /// What a reservation must stay within.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +130,7 @@ pub fn wait_before_retry(refusal: Refusal, b: &Bounds, max_wait_ms: u64) -> Opti
 
 #[cfg(test)]
 mod tests {
+    #![cfg(not(loom))] // with std atomics, outside the model checker
     use super::*;
     use crate::core::testrng::Rng;
     use std::sync::Arc;

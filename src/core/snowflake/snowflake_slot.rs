@@ -6,7 +6,7 @@
 //! PURE: no pgrx here. It never raises an error and never waits, so both entry points of
 //! `snowflake_next` use it: the unguarded fast one and the guarded one that waits and raises.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use crate::core::sync::{AtomicU64, Ordering};
 
 use crate::core::cache::{Seq, SlotState};
 use crate::core::identity::{CreationLayout, Kind};
@@ -107,7 +107,28 @@ pub fn lease_target_ms(last: u64, now_ms: u64, b: &Bounds, restored_end_ms: u64)
 
 /// The last coarse wall-clock reading of this process, to notice the clock stepping back.
 /// Process-local: each backend compares only its own readings, so there are no races.
-static LAST_WALL_MS: AtomicI64 = AtomicI64::new(i64::MIN);
+#[cfg(not(loom))]
+static LAST_WALL_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(i64::MIN);
+
+/// Whether the wall clock read `coarse` is earlier than this process's last reading.
+#[inline(always)]
+fn clock_went_back(coarse: i64) -> bool {
+    #[cfg(not(loom))]
+    {
+        use std::sync::atomic::Ordering::Relaxed;
+        let back = coarse < LAST_WALL_MS.load(Relaxed);
+        LAST_WALL_MS.store(coarse, Relaxed);
+        back
+    }
+    // Under loom, each model thread is a process of its own.
+    #[cfg(loom)]
+    {
+        loom::thread_local! {
+            static LAST: std::cell::Cell<i64> = std::cell::Cell::new(i64::MIN);
+        }
+        LAST.with(|last| coarse < last.replace(coarse))
+    }
+}
 
 impl SnowflakeSeq<'_> {
     /// The layout its IDs count in: the one it was created with.
@@ -144,10 +165,9 @@ impl SnowflakeSeq<'_> {
         let state = self.state();
         let cb = layout.counter_bits;
         let coarse = wallclock::coarse_unix_ms();
-        if coarse < LAST_WALL_MS.load(Ordering::Relaxed) {
+        if clock_went_back(coarse) {
             state.clock_regressions.fetch_add(1, Ordering::Relaxed);
         }
-        LAST_WALL_MS.store(coarse, Ordering::Relaxed);
         let since_epoch = |unix_ms| {
             layout
                 .ms_since_epoch(unix_ms)
@@ -271,6 +291,7 @@ pub fn creation_layout(layout: &Layout) -> CreationLayout {
 
 #[cfg(test)]
 mod tests {
+    #![cfg(not(loom))] // with std atomics, outside the model checker
     use super::*;
     use crate::core::cache::tests::{key, table};
     use crate::core::identity::CreationLayout;
