@@ -31,7 +31,7 @@
 //! A call that waits (a first use reading a locked table) delays the reuse of slots evicted
 //! meanwhile; a backend idle in a transaction does not.
 
-use crate::core::sync::{compiler_fence, AtomicU64, Ordering};
+use crate::core::sync::{compiler_fence, fence, AtomicU64, Ordering};
 
 /// Makes every CPU that runs a process registered for it execute a full memory barrier
 /// before it returns; false if it could not (the reclaimer then reuses nothing).
@@ -69,7 +69,12 @@ impl<'a> Phases<'a> {
         };
         // Never 0, which means "not entered".
         let phase = self.global.load(Ordering::SeqCst) + 1;
-        entry.store(phase, Ordering::SeqCst);
+        entry.store(phase, Ordering::Relaxed);
+        // A fence, not a SeqCst store: a SeqCst store orders nothing after it but other
+        // SeqCst operations, and the call's loads of slots are Acquire (x86's xchg ordered
+        // them; arm64's stlr does not order a later ldapr). On x86-64 this is one locked
+        // instruction, as the xchg was. (loom_models::cache, the fenced reader.)
+        fence(Ordering::SeqCst);
         true
     }
 
@@ -96,6 +101,12 @@ impl<'a> Phases<'a> {
     /// What a reclaimer must run after seeing a slot evicted and before asking
     /// [`Phases::all_past`] about it; false if the slot must not be reused now.
     pub fn before_reclaiming(&self) -> bool {
+        // The reclaimer's half of the fenced readers' protocol: its eviction (a SeqCst
+        // exchange) before its loads of the entries. The C11 model orders a SeqCst operation
+        // before a later SeqCst fence of another thread, but loom checks SeqCst operations
+        // as AcqRel only, and proves the protocol with a fence on both sides. Once per probe
+        // that meets an evicted slot, under the cache's lock: nothing on a generator's path.
+        fence(Ordering::SeqCst);
         self.barrier.is_none_or(|barrier| barrier())
     }
 

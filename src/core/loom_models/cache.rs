@@ -153,6 +153,14 @@ fn model(entry: Entry, barrier: Option<Barrier>) {
     }
 }
 
+/// Failed when `Phases::enter` published its entry with a SeqCst store and no fence: the
+/// reader loaded the phase, stored its entry, then read the slot READY (not yet EVICTED, an
+/// Acquire load that the SeqCst store does not order after it), while the lock holder
+/// evicted, advanced the phase, read the reader's entry still 0 (`all_past`), and reset the
+/// slot for the other sequence: the reader then read the slot's layout cell unordered with
+/// the reset's write ("Causality violation: concurrent read and write", cache.rs `meta`).
+/// x86's xchg orders everything; arm64's stlr does not order a later ldapr (an Acquire load
+/// built for a CPU with RCpc, Graviton 2 and later).
 #[test]
 fn loom_no_slot_is_reused_while_a_fenced_reader_holds_it() {
     check("cache fenced", DEFAULT_PREEMPTIONS, || {
