@@ -385,7 +385,9 @@ impl<'a> Cache<'a> {
                         if for_insert
                             && reusable.is_none()
                             && *may_reclaim.get_or_insert_with(|| self.phases.before_reclaiming())
-                            && self.phases.all_past(slot.evicted_at.load(Ordering::SeqCst))
+                            && self
+                                .phases
+                                .all_past(slot.evicted_at.load(Ordering::Relaxed))
                         {
                             reusable = Some(idx);
                         }
@@ -419,18 +421,21 @@ impl<'a> Cache<'a> {
         if slot.status.load(Ordering::Acquire) != READY {
             return false;
         }
-        // Not reusable until the phase below is known.
-        slot.evicted_at.store(u64::MAX, Ordering::SeqCst);
+        // Not reusable until the phase below is known. `evicted_at` is written, and read for
+        // reuse, only under the cache lock: relaxed.
+        slot.evicted_at.store(u64::MAX, Ordering::Relaxed);
         if slot
             .status
-            .compare_exchange(READY, EVICTED, Ordering::SeqCst, Ordering::Acquire)
+            // Release: seen by a call that acquires the new phase or the status; against a
+            // call that has not entered yet, the fences of `Phases` order it.
+            .compare_exchange(READY, EVICTED, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
             return false;
         }
         // After the mark, so that a backend entering at this phase or later finds it evicted.
         slot.evicted_at
-            .store(self.phases.advance(), Ordering::SeqCst);
+            .store(self.phases.advance(), Ordering::Relaxed);
         true
     }
 
@@ -478,15 +483,15 @@ impl<'a> Cache<'a> {
         self.slots
             .iter()
             .filter(|s| {
-                s.is_evicted() && !self.phases.all_past(s.evicted_at.load(Ordering::SeqCst))
+                s.is_evicted() && !self.phases.all_past(s.evicted_at.load(Ordering::Relaxed))
             })
             .count()
     }
 }
 
+#[cfg(not(loom))] // with std atomics, outside the model checker
 #[cfg(test)]
 pub(crate) mod tests {
-    #![cfg(not(loom))] // with std atomics, outside the model checker
     use super::*;
     use std::collections::HashSet;
     use std::sync::atomic::AtomicBool;

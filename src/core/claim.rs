@@ -247,6 +247,8 @@ impl ClaimSlot {
     /// valid claim. The word before the counter: a word of another claim was stored after its
     /// counter was bumped, so reading it makes the bump visible.
     #[inline(always)]
+    /// (Read the other way round, the counter then the word, loom_models::claim confirms the
+    /// first claim's value by the second claim's word.)
     pub fn still_held(&self, number: u16, made: u64, now_ms: i64) -> bool {
         let w = self.word();
         self.claims_made.load(Ordering::Acquire) == made && w.valid_at(now_ms) == Some(number)
@@ -275,6 +277,9 @@ impl ClaimSlot {
     ) {
         let old = self.word();
         if old.state != State::Held || old.number != number {
+            // AcqRel: a generator that reads the new count (`held_at`, before the word) must
+            // read the end before it, and then the new floor with the new word (relaxed,
+            // loom_models::claim takes the second claim's value under the first's floor).
             self.claims_made.fetch_add(1, Ordering::AcqRel);
             self.since_ms.store(now_unix_ms, Ordering::Relaxed);
         }
@@ -656,9 +661,9 @@ pub fn taken_after_last_renewal_ms(
     lease_ms + hold_after_ms(kind, max_clock_ahead_ms, clock_error_ms)
 }
 
+#[cfg(not(loom))] // with std atomics, outside the model checker
 #[cfg(test)]
 mod tests {
-    #![cfg(not(loom))] // with std atomics, outside the model checker
     use super::*;
 
     fn zeroed<T>() -> T {

@@ -149,6 +149,8 @@ impl Sightings {
                         Ok(_) => {
                             e.first_ms.store(now_ms, Ordering::Relaxed);
                             e.last_ms.store(now_ms, Ordering::Relaxed);
+                            // Release (relaxed: loom_models::sightings reads the key
+                            // without its times).
                             e.key.store(w, Ordering::Release);
                             true
                         }
@@ -239,7 +241,8 @@ impl Sightings {
             .collect()
     }
 
-    /// Records that this server's own node number (authority) is shared.
+    /// Records that this server's own node number (authority) is shared. Relaxed, both
+    /// ways: a flag that orders no other data (seen a moment later at worst).
     pub fn mark_own_shared(&self, what: What) {
         self.own_flag(what).store(true, Ordering::Relaxed);
     }
@@ -292,9 +295,9 @@ impl Default for Sightings {
     }
 }
 
+#[cfg(not(loom))] // with std atomics, outside the model checker
 #[cfg(test)]
 mod tests {
-    #![cfg(not(loom))] // with std atomics, outside the model checker
     use super::*;
 
     fn table() -> Box<Sightings> {

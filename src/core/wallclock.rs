@@ -75,9 +75,9 @@ pub fn monotonic_coarse_ms() -> i64 {
     read(libc::CLOCK_MONOTONIC_COARSE)
 }
 
+#[cfg(not(loom))] // the real clocks, outside the model checker
 #[cfg(test)]
 mod tests {
-    #![cfg(not(loom))] // the real clocks, outside the model checker
     use super::*;
 
     #[test]

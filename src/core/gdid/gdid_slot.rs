@@ -196,9 +196,9 @@ impl GdidSeq<'_> {
     }
 }
 
+#[cfg(not(loom))] // with std atomics, outside the model checker
 #[cfg(test)]
 mod tests {
-    #![cfg(not(loom))] // with std atomics, outside the model checker
     use super::*;
     use crate::core::cache::tests::{key, table};
     use crate::core::identity::{CreationLayout, Kind};

@@ -144,7 +144,10 @@ impl SnowflakeSeq<'_> {
     }
 
     /// The bounds of a reservation now. The lease only grows while the server runs, so a
-    /// lease end read before the CAS never overstates what is durable.
+    /// lease end read before the CAS never overstates what is durable. Acquire, paired with
+    /// [`SnowflakeSeq::publish_lease`]'s release: a tick under a new lease is taken after the
+    /// lease reached the disk (relaxed on both sides, loom_models::tick hands out a tick past
+    /// the durable lease).
     pub fn bounds(&self, layout: &Layout, max_ahead_ms: u64) -> Bounds {
         Bounds {
             counter_bits: layout.counter_bits,
@@ -197,7 +200,9 @@ impl SnowflakeSeq<'_> {
         Ok(r)
     }
 
-    /// The lowest tick a reservation from now on can take (ticks only grow).
+    /// The lowest tick a reservation from now on can take (ticks only grow). The
+    /// watermark's read (see `core::inflight`): acquire would do, the watermark fences after
+    /// it; SeqCst costs nothing more for a load on x86 and arm64.
     pub fn next_tick_floor(&self) -> u64 {
         self.state().tick.load(Ordering::SeqCst).saturating_add(1)
     }
@@ -211,6 +216,8 @@ impl SnowflakeSeq<'_> {
     /// extending its lease: for a fresh sequence, above the keys already stored (see
     /// `probe`). The lease extension that follows covers it before anything is handed out.
     pub fn raise_to(&self, tick: u64) {
+        // A read-modify-write (ordered with every reservation's CAS whatever its ordering);
+        // AcqRel as the CAS, under the lease lock, once per first use.
         self.state().tick.fetch_max(tick, Ordering::AcqRel);
     }
 
@@ -254,7 +261,11 @@ impl SnowflakeSeq<'_> {
         let cb = self.layout().counter_bits;
         let end_tick = lease.end << cb;
         // The tick first: a reader that sees the lease sees the sequence above it (a
-        // watermark counts from the tick of an entry that has a lease).
+        // watermark counts from the tick of an entry that has a lease), and a generator that
+        // acquires the lease reserves above the tick. Release on the lease would do; SeqCst is
+        // kept because loom cannot check this one (it runs read-modify-writes in the order
+        // they execute, so loom_models::tick passes even with both relaxed), and a restore is
+        // rare (a cache entry, a lease extension).
         self.state()
             .tick
             .fetch_max(end_tick.saturating_sub(1), Ordering::SeqCst);
@@ -289,9 +300,9 @@ pub fn creation_layout(layout: &Layout) -> CreationLayout {
     }
 }
 
+#[cfg(not(loom))] // with std atomics, outside the model checker
 #[cfg(test)]
 mod tests {
-    #![cfg(not(loom))] // with std atomics, outside the model checker
     use super::*;
     use crate::core::cache::tests::{key, table};
     use crate::core::identity::CreationLayout;
