@@ -70,9 +70,9 @@ enum Entry {
     Registered { p: u8 },
 }
 
-/// A backend's call: enter, find the sequence, claim a value (a tick moved on), leave.
+/// Backend `me`'s call: enter, find the sequence, claim a value (a tick moved on), leave.
 /// Whether it claimed.
-fn reader(t: &Table, entry: Entry) -> bool {
+fn reader(t: &Table, me: usize, entry: Entry) -> bool {
     let at_p = |p| {
         if entry == (Entry::Registered { p }) {
             barrier_reaches_reader();
@@ -81,8 +81,8 @@ fn reader(t: &Table, entry: Entry) -> bool {
     let (cache, phases) = (t.cache(), t.phases());
     at_p(0);
     assert!(match entry {
-        Entry::Fenced => phases.enter(0),
-        Entry::Registered { .. } => phases.enter_registered(0),
+        Entry::Fenced => phases.enter(me),
+        Entry::Registered { .. } => phases.enter_registered(me),
     });
     at_p(1);
     let seq = cache
@@ -97,7 +97,7 @@ fn reader(t: &Table, entry: Entry) -> bool {
         true
     });
     at_p(3);
-    phases.exit(0);
+    phases.exit(me);
     at_p(4);
     claimed
 }
@@ -119,21 +119,26 @@ fn reclaimer(t: &Table) -> bool {
     }
 }
 
-fn model(entry: Entry, barrier: Option<Barrier>) {
-    let t = Arc::new(Table::new(1, 1, barrier));
+/// The backends (`entries[me]` for backend `me`) and the lock holder.
+fn model(entries: &'static [Entry], barrier: Option<Barrier>) {
+    let t = Arc::new(Table::new(1, entries.len(), barrier));
     t.cache()
         .find_or_insert(KEY, Kind::Snowflake, creation_layout(&LAYOUT), 0)
         .unwrap();
-    let backend = {
-        let t = t.clone();
-        thread::spawn(move || reader(&t, entry))
-    };
+    let backends: Vec<_> = entries
+        .iter()
+        .enumerate()
+        .map(|(me, &entry)| {
+            let t = t.clone();
+            thread::spawn(move || (entry, reader(&t, me, entry)))
+        })
+        .collect();
     let lock_holder = {
         let t = t.clone();
         thread::spawn(move || reclaimer(&t))
     };
     let reused = lock_holder.join().unwrap();
-    let claimed = backend.join().unwrap();
+    let claimed: Vec<(Entry, bool)> = backends.into_iter().map(|b| b.join().unwrap()).collect();
     if reused {
         let cache = t.cache();
         let seq = cache
@@ -146,10 +151,12 @@ fn model(entry: Entry, barrier: Option<Barrier>) {
             "a backend that found the evicted sequence claimed from its slot's new one"
         );
     }
-    if entry == (Entry::Registered { p: 0 }) {
-        // The model's own check: a reader the barrier reached before it entered runs after
-        // the eviction, and finds nothing.
-        assert!(!claimed);
+    for (entry, claimed) in claimed {
+        if entry == (Entry::Registered { p: 0 }) {
+            // The model's own check: a reader the barrier reached before it entered runs
+            // after the eviction, and finds nothing.
+            assert!(!claimed);
+        }
     }
 }
 
@@ -164,17 +171,42 @@ fn model(entry: Entry, barrier: Option<Barrier>) {
 #[test]
 fn loom_no_slot_is_reused_while_a_fenced_reader_holds_it() {
     check("cache fenced", DEFAULT_PREEMPTIONS, || {
-        model(Entry::Fenced, None)
+        model(&[Entry::Fenced], None)
     });
 }
 
 #[test]
 fn loom_no_slot_is_reused_while_a_registered_reader_holds_it() {
-    for p in 0..=4 {
+    static AT: [[Entry; 1]; 5] = [
+        [Entry::Registered { p: 0 }],
+        [Entry::Registered { p: 1 }],
+        [Entry::Registered { p: 2 }],
+        [Entry::Registered { p: 3 }],
+        [Entry::Registered { p: 4 }],
+    ];
+    for (p, entries) in AT.iter().enumerate() {
         check(
             &format!("cache membarrier P{p}"),
             DEFAULT_PREEMPTIONS,
-            move || model(Entry::Registered { p }, Some(membarrier)),
+            move || model(entries, Some(membarrier)),
+        );
+    }
+}
+
+/// Both kinds at once, as a server has them when some processes could not register: a
+/// fenced backend and a registered one (the barrier reaching it after it entered, or after
+/// it used the slot), the lock holder reclaiming with the barrier.
+#[test]
+fn loom_no_slot_is_reused_while_fenced_and_registered_readers_hold_it() {
+    static MIXED: [[Entry; 2]; 2] = [
+        [Entry::Fenced, Entry::Registered { p: 1 }],
+        [Entry::Fenced, Entry::Registered { p: 3 }],
+    ];
+    for (i, entries) in MIXED.iter().enumerate() {
+        check(
+            &format!("cache mixed {i}"),
+            DEFAULT_PREEMPTIONS,
+            move || model(entries, Some(membarrier)),
         );
     }
 }
