@@ -4,7 +4,7 @@
 .DEFAULT_GOAL := help
 PG ?= 15
 # The preemption bound of `make loom` (src/core/loom_models): 2 keeps `make test` within a
-# minute of model checking on two cores; 3 explores more schedules, for minutes more.
+# minute of model checking on two cores; 3 explores more schedules, for much longer.
 LOOM_MAX_PREEMPTIONS ?= 2
 # rustup's cargo, for every script of a target (a fresh shell after rustup may not have it).
 export PATH := $(HOME)/.cargo/bin:$(PATH)
