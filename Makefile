@@ -1,8 +1,11 @@
 # The two commands of the README, and a few helpers. Each installs what it needs. `make`
 # alone lists them (make help).
-.PHONY: help demo demo-stop test check regress cluster docs-test bench bench-insert bench-gdid bench-detection bench-table bench-lease bench-compare fuzz install lint package dist
+.PHONY: help demo demo-stop test check regress cluster docs-test bench bench-insert bench-gdid bench-detection bench-table bench-lease bench-compare fuzz loom install lint package dist
 .DEFAULT_GOAL := help
 PG ?= 15
+# The preemption bound of `make loom` (src/core/loom_models): 2 keeps `make test` within a
+# minute of model checking on two cores; 3 explores more schedules, for much longer.
+LOOM_MAX_PREEMPTIONS ?= 2
 # rustup's cargo, for every script of a target (a fresh shell after rustup may not have it).
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
@@ -55,6 +58,12 @@ bench-detection: ## what noticing shared node numbers costs: the trigger on the 
 
 fuzz:            ## the gdid parsers under mutated input for FUZZ_SECONDS (default 600)
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-600} cargo test --ignore-rust-version --release --lib fuzz_gdid_parsers -- --ignored --nocapture
+
+loom:            ## model checks of the lock-free core under loom: make loom [T=tick] [LOOM_MAX_PREEMPTIONS=3]
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$${CARGO_TARGET_DIR:-target}/loom \
+	CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+	LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
+	cargo test --ignore-rust-version --release --lib core::loom_models::$(T) -- --nocapture
 
 package:         ## Debian packages, one per major: .build/packages/postgresql-NN-snowflake-id_VERSION_amd64.deb
 	bash scripts/setup.sh && bash scripts/package.sh

@@ -62,6 +62,7 @@ step() {
 source scripts/pgversions.sh
 step "lint (rustfmt, clippy on PostgreSQL 15, 17, 18 and 19)" make --no-print-directory lint
 step "unit and property tests (cargo test)" cargo test --ignore-rust-version --release --lib --quiet
+step "model checks of the lock-free core (make loom)" make --no-print-directory loom
 for pg_config in "${PG_CONFIGS[@]}"; do
     pg=$(pg_major_of "$pg_config")
     export PG_CONFIG=$pg_config

@@ -24,8 +24,7 @@
 //! [`SlotState`] type, and [`Slot::state`] hands a slot's words out only as the type of the
 //! slot's own kind: gdid code cannot read a snowflake slot by mistake.
 
-use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use crate::core::sync::{spin_loop, AtomicI64, AtomicU32, AtomicU64, Ordering, UnsafeCell};
 
 use crate::core::identity::{CreationLayout, Kind};
 use crate::core::reclamation::Phases;
@@ -38,12 +37,22 @@ const EVICTED: u32 = 3;
 /// Bytes of state words every slot has room for.
 pub const STATE_SIZE: usize = 128;
 
+/// How many words that is; under loom, as many as the largest kind's state (7): the models
+/// reset every word of a reused slot, each store one more step to explore.
+#[cfg(not(loom))]
+const STATE_WORDS: usize = STATE_SIZE / 8;
+#[cfg(loom)]
+const STATE_WORDS: usize = 7;
+
 /// The state words of a slot, uninterpreted: zero until the slot's kind gives them a meaning.
 /// On cache lines of their own, since every generating call writes here while the key is
 /// read-only once published.
 #[repr(C, align(64))]
 #[derive(Default)]
-struct StateWords([AtomicU64; STATE_SIZE / 8]);
+struct StateWords([AtomicU64; STATE_WORDS]);
+
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<StateWords>() == STATE_SIZE);
 
 /// The state of one kind of sequence, laid over a slot's state words.
 ///
@@ -79,7 +88,7 @@ impl Key {
 }
 
 /// Written once by the claimer before the slot is published, immutable afterwards.
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct Meta {
     kind: u8,
     created_with: CreationLayout,
@@ -141,7 +150,7 @@ impl Slot {
             && self.generation.load(Ordering::Acquire) == generation
     }
 
-    fn meta(&self) -> &Meta {
+    fn meta(&self) -> Meta {
         debug_assert!(matches!(
             self.status.load(Ordering::Acquire),
             READY | EVICTED
@@ -149,7 +158,7 @@ impl Slot {
         // SAFETY: the slot is READY or EVICTED (acquire), so `meta` was fully written and is
         // immutable until the slot is claimed again, which waits for every backend that could
         // hold a reference (phases).
-        unsafe { &*self.meta.get() }
+        self.meta.with(|m| unsafe { *m })
     }
 
     /// The key of a READY slot (every slot `Cache` hands out is READY).
@@ -177,7 +186,7 @@ impl Slot {
     #[inline]
     fn state<S: SlotState>(&self) -> Option<&S> {
         const {
-            assert!(std::mem::size_of::<S>() <= STATE_SIZE);
+            assert!(std::mem::size_of::<S>() <= std::mem::size_of::<StateWords>());
             assert!(std::mem::align_of::<S>() <= 64);
         }
         let status = self.status.load(Ordering::Acquire);
@@ -186,7 +195,8 @@ impl Slot {
         }
         // SAFETY: StateWords is STATE_SIZE bytes of atomics aligned to 64; S fits in it (checked
         // above at compile time), is made only of atomics and valid when zeroed (SlotState's
-        // contract), so any bytes the words hold are a valid S, shared access included.
+        // contract), so any bytes the words hold are a valid S, shared access included. (Under
+        // loom, both are loom `AtomicU64`s one after the other, see `sync`.)
         Some(unsafe { &*std::ptr::from_ref(&self.state).cast::<S>() })
     }
 }
@@ -332,9 +342,12 @@ impl<'a> Cache<'a> {
                 slot.filenode.store(key.filenode, Ordering::Relaxed);
                 // SAFETY: we own the slot (-> CLAIMING); nobody reads `meta` until the
                 // release store of READY below.
-                let m = unsafe { &mut *slot.meta.get() };
-                m.kind = kind as u8;
-                m.created_with = created_with;
+                slot.meta.with_mut(|m| unsafe {
+                    *m = Meta {
+                        kind: kind as u8,
+                        created_with,
+                    }
+                });
                 slot.last_used_ms.store(now_ms, Ordering::Relaxed);
                 slot.evicted_at.store(0, Ordering::Relaxed);
                 slot.generation.fetch_add(1, Ordering::Relaxed);
@@ -364,7 +377,9 @@ impl<'a> Cache<'a> {
                         if for_insert
                             && reusable.is_none()
                             && *may_reclaim.get_or_insert_with(|| self.phases.before_reclaiming())
-                            && self.phases.all_past(slot.evicted_at.load(Ordering::SeqCst))
+                            && self
+                                .phases
+                                .all_past(slot.evicted_at.load(Ordering::Relaxed))
                         {
                             reusable = Some(idx);
                         }
@@ -377,7 +392,7 @@ impl<'a> Cache<'a> {
                         }
                     }
                     // Another backend is writing a key: a handful of stores.
-                    _ => std::hint::spin_loop(),
+                    _ => spin_loop(),
                 }
             }
         }
@@ -398,18 +413,21 @@ impl<'a> Cache<'a> {
         if slot.status.load(Ordering::Acquire) != READY {
             return false;
         }
-        // Not reusable until the phase below is known.
-        slot.evicted_at.store(u64::MAX, Ordering::SeqCst);
+        // Not reusable until the phase below is known. `evicted_at` is written, and read for
+        // reuse, only under the cache lock: relaxed.
+        slot.evicted_at.store(u64::MAX, Ordering::Relaxed);
         if slot
             .status
-            .compare_exchange(READY, EVICTED, Ordering::SeqCst, Ordering::Acquire)
+            // Release: seen by a call that acquires the new phase or the status; against a
+            // call that has not entered yet, the fences of `Phases` order it.
+            .compare_exchange(READY, EVICTED, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
             return false;
         }
         // After the mark, so that a backend entering at this phase or later finds it evicted.
         slot.evicted_at
-            .store(self.phases.advance(), Ordering::SeqCst);
+            .store(self.phases.advance(), Ordering::Relaxed);
         true
     }
 
@@ -457,12 +475,13 @@ impl<'a> Cache<'a> {
         self.slots
             .iter()
             .filter(|s| {
-                s.is_evicted() && !self.phases.all_past(s.evicted_at.load(Ordering::SeqCst))
+                s.is_evicted() && !self.phases.all_past(s.evicted_at.load(Ordering::Relaxed))
             })
             .count()
     }
 }
 
+#[cfg(not(loom))] // with std atomics, outside the model checker
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -15,7 +15,7 @@
 //! clock, and gives the number to another holder only after the lease plus that error (and,
 //! for node numbers, plus how far the holder's IDs may run ahead of its clock) has passed.
 
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use crate::core::sync::{fence, spin_loop, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 /// Which number: a snowflake node number or a gdid authority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,7 +138,9 @@ pub struct SharedText {
     bytes: [AtomicU64; TEXT_WORDS],
 }
 
-const TEXT_WORDS: usize = 64;
+/// (Two under loom: a reader racing a writer may see each word old or new, two ways per word
+/// for the checker to explore.)
+const TEXT_WORDS: usize = if cfg!(loom) { 2 } else { 64 };
 /// The longest text kept; longer ones are cut (at a character boundary).
 pub const TEXT_MAX: usize = TEXT_WORDS * 8;
 
@@ -152,7 +154,7 @@ impl SharedText {
         let bytes = &text.as_bytes()[..end];
         let v = self.version.load(Ordering::Relaxed);
         self.version.store(v + 1, Ordering::Release); // odd: being written
-        std::sync::atomic::fence(Ordering::Release);
+        fence(Ordering::Release);
         for (i, word) in self.bytes.iter().enumerate() {
             let mut b = [0u8; 8];
             let chunk = bytes.get(i * 8..).unwrap_or(&[]);
@@ -169,7 +171,7 @@ impl SharedText {
         loop {
             let v = self.version.load(Ordering::Acquire);
             if v % 2 == 1 {
-                std::hint::spin_loop();
+                spin_loop();
                 continue;
             }
             let len = (self.len.load(Ordering::Relaxed) as usize).min(TEXT_MAX);
@@ -177,7 +179,7 @@ impl SharedText {
             for word in &self.bytes {
                 out.extend_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
             }
-            std::sync::atomic::fence(Ordering::Acquire);
+            fence(Ordering::Acquire);
             if self.version.load(Ordering::Relaxed) == v {
                 out.truncate(len);
                 return String::from_utf8_lossy(&out).into_owned();
@@ -245,6 +247,8 @@ impl ClaimSlot {
     /// valid claim. The word before the counter: a word of another claim was stored after its
     /// counter was bumped, so reading it makes the bump visible.
     #[inline(always)]
+    /// (Read the other way round, the counter then the word, loom_models::claim confirms the
+    /// first claim's value by the second claim's word.)
     pub fn still_held(&self, number: u16, made: u64, now_ms: i64) -> bool {
         let w = self.word();
         self.claims_made.load(Ordering::Acquire) == made && w.valid_at(now_ms) == Some(number)
@@ -273,6 +277,9 @@ impl ClaimSlot {
     ) {
         let old = self.word();
         if old.state != State::Held || old.number != number {
+            // AcqRel: a generator that reads the new count (`held_at`, before the word) must
+            // read the end before it, and then the new floor with the new word (relaxed,
+            // loom_models::claim takes the second claim's value under the first's floor).
             self.claims_made.fetch_add(1, Ordering::AcqRel);
             self.since_ms.store(now_unix_ms, Ordering::Relaxed);
         }
@@ -359,6 +366,34 @@ impl ClaimSlot {
     }
 }
 
+/// Shared memory holds them zeroed; under loom, atomics are the checker's objects and are made.
+#[cfg(loom)]
+impl Default for SharedText {
+    fn default() -> Self {
+        SharedText {
+            version: AtomicU64::new(0),
+            len: AtomicU64::new(0),
+            bytes: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+#[cfg(loom)]
+impl Default for ClaimSlot {
+    fn default() -> Self {
+        ClaimSlot {
+            word: AtomicU64::new(0),
+            claims_made: AtomicU64::new(0),
+            ahead_ms: AtomicI64::new(0),
+            era_floor: AtomicU64::new(0),
+            since_ms: AtomicI64::new(0),
+            lease_end_ms: AtomicI64::new(0),
+            renewed_ms: AtomicI64::new(0),
+            message: SharedText::default(),
+        }
+    }
+}
+
 /// What `snowflake_node_detach()` and `snowflake_node_attach()` ask of the worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]
@@ -392,6 +427,24 @@ pub struct Claims {
     action: AtomicU32,
     requested: AtomicU64,
     done: AtomicU64,
+}
+
+#[cfg(loom)]
+impl Default for Claims {
+    fn default() -> Self {
+        Claims {
+            node: ClaimSlot::default(),
+            authority: ClaimSlot::default(),
+            holder: SharedText::default(),
+            registry: SharedText::default(),
+            registry_id: SharedText::default(),
+            token: AtomicU64::new(0),
+            worker_latch: AtomicPtr::new(std::ptr::null_mut()),
+            action: AtomicU32::new(0),
+            requested: AtomicU64::new(0),
+            done: AtomicU64::new(0),
+        }
+    }
 }
 
 impl Claims {
@@ -592,6 +645,7 @@ pub fn call_span_ms(lease_ms: i64) -> i64 {
     (lease_ms / 4).min(5_000)
 }
 
+#[cfg(not(loom))] // with std atomics, outside the model checker
 #[cfg(test)]
 mod tests {
     use super::*;

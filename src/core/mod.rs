@@ -21,7 +21,10 @@ pub mod probe;
 pub mod reclamation;
 pub mod sightings;
 pub mod snowflake;
+pub mod sync;
 pub mod wallclock;
 
+#[cfg(all(test, loom))]
+mod loom_models;
 #[cfg(test)]
 pub mod testrng;

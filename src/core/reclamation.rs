@@ -12,12 +12,15 @@
 //! ([`Phases::advance`]), and the slot may be reused once every entry is either clear or at
 //! least that new phase ([`Phases::all_past`]): every call that could have found the slot
 //! before it was dropped has ended since. A call starting later finds the slot dropped (the
-//! drop's mark comes before the phase it reads, in the single total order of sequentially
-//! consistent operations). What a backend keeps between calls (a call site's slot) it checks
-//! by generation before use, inside the next call's phase.
+//! drop's mark comes before the phase advance, a release the call's load of the phase
+//! acquires). What a backend keeps between calls (a call site's slot) it checks by generation
+//! before use, inside the next call's phase.
 //!
 //! Entering must order the entry's store before the call's loads of slots (a reclaimer that
-//! misses the store could reuse a slot the call then reads). A fence per call does it, and
+//! misses the store could reuse a slot the call then reads): a SeqCst fence after the store,
+//! and one in the reclaimer between its eviction and its loads of the entries. Of the two,
+//! the first in their single total order decides: the reclaimer sees the entry, or the call
+//! sees the slot evicted (`loom_models::cache`). A fence per call does it, and
 //! costs the generators' fast path a locked instruction that drains the store buffer: the
 //! largest part of what a call adds to the loop. So, where the system offers it, the fence moves
 //! to the reclaimer, the side that runs rarely: a reader enters with a plain store, and a
@@ -31,7 +34,7 @@
 //! A call that waits (a first use reading a locked table) delays the reuse of slots evicted
 //! meanwhile; a backend idle in a transaction does not.
 
-use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
+use crate::core::sync::{compiler_fence, fence, AtomicU64, Ordering};
 
 /// Makes every CPU that runs a process registered for it execute a full memory barrier
 /// before it returns; false if it could not (the reclaimer then reuses nothing).
@@ -62,9 +65,16 @@ impl<'a> Phases<'a> {
         let Some(entry) = self.active.get(me) else {
             return false;
         };
-        // Never 0, which means "not entered".
-        let phase = self.global.load(Ordering::SeqCst) + 1;
-        entry.store(phase, Ordering::SeqCst);
+        // Never 0, which means "not entered". Acquire: a call that reads a phase advanced
+        // after an eviction must see the eviction (with a relaxed load the model reuses the
+        // slot under it: the reclaimer sees the new phase, the call the slot still READY).
+        let phase = self.global.load(Ordering::Acquire) + 1;
+        entry.store(phase, Ordering::Relaxed);
+        // A fence, not a SeqCst store: a SeqCst store orders nothing after it but other
+        // SeqCst operations, and the call's loads of slots are Acquire (x86's xchg ordered
+        // them; arm64's stlr does not order a later ldapr). On x86-64 this is one locked
+        // instruction, as the xchg was. (loom_models::cache, the fenced reader.)
+        fence(Ordering::SeqCst);
         true
     }
 
@@ -80,7 +90,8 @@ impl<'a> Phases<'a> {
             self.barrier.is_some(),
             "a registered entry needs the barrier"
         );
-        let phase = self.global.load(Ordering::SeqCst) + 1;
+        let phase = self.global.load(Ordering::Acquire) + 1;
+        // Release, though the barrier orders it: it costs a plain store on x86 and arm64.
         entry.store(phase, Ordering::Release);
         // The CPU's ordering of this store before the call's loads comes from the
         // reclaimers' barrier; the compiler's from this.
@@ -91,31 +102,42 @@ impl<'a> Phases<'a> {
     /// What a reclaimer must run after seeing a slot evicted and before asking
     /// [`Phases::all_past`] about it; false if the slot must not be reused now.
     pub fn before_reclaiming(&self) -> bool {
+        // The reclaimer's half of the fenced readers' protocol: its eviction (a SeqCst
+        // exchange) before its loads of the entries. The C11 model orders a SeqCst operation
+        // before a later SeqCst fence of another thread, but loom checks SeqCst operations
+        // as AcqRel only, and proves the protocol with a fence on both sides. Once per probe
+        // that meets an evicted slot, under the cache's lock: nothing on a generator's path.
+        fence(Ordering::SeqCst);
         self.barrier.is_none_or(|barrier| barrier())
     }
 
     /// Backend `me` holds nothing of the table any more.
     pub fn exit(&self, me: usize) {
         if let Some(entry) = self.active.get(me) {
+            // Release, read with acquire by `all_past`: all the call did to a slot happens
+            // before the slot's reset.
             entry.store(0, Ordering::Release);
         }
     }
 
     /// After a slot was marked dropped: the phase its reuse must wait for.
     pub fn advance(&self) -> u64 {
-        // The phase a backend entering from now on publishes.
-        self.global.fetch_add(1, Ordering::SeqCst) + 2
+        // The phase a backend entering from now on publishes. Release: the eviction before it
+        // is seen by a call that reads the new phase (see `enter`).
+        self.global.fetch_add(1, Ordering::Release) + 2
     }
 
     /// Whether every backend entered at `phase` or later, or not at all.
     pub fn all_past(&self, phase: u64) -> bool {
+        // Acquire: synchronizes with `exit`. After the reclaimer's fence (`before_reclaiming`).
         self.active.iter().all(|e| {
-            let e = e.load(Ordering::SeqCst);
+            let e = e.load(Ordering::Acquire);
             e == 0 || e >= phase
         })
     }
 }
 
+#[cfg(not(loom))] // with std atomics, outside the model checker
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,10 +13,11 @@
 //! periods of delivery overlap by more than [`GRACE_MS`], or any origin that delivers this
 //! server's own node number or authority.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use crate::core::sync::{spin_loop, AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 /// Room for sightings: distinct (what, value, origin) triples since the server started.
-pub const MAX_SIGHTINGS: usize = 256;
+/// (Four under loom: a reader reads them all at every step the checker explores.)
+pub const MAX_SIGHTINGS: usize = if cfg!(loom) { 4 } else { 256 };
 
 /// The key of an entry whose times are being written by the worker that claimed it.
 const CLAIMING: u64 = 1;
@@ -134,7 +135,7 @@ impl Sightings {
             let mut cur = e.key.load(Ordering::Acquire);
             while cur == CLAIMING {
                 // Another worker is writing this entry's times: a few stores.
-                std::hint::spin_loop();
+                spin_loop();
                 cur = e.key.load(Ordering::Acquire);
             }
             let mine = cur == w
@@ -148,12 +149,14 @@ impl Sightings {
                         Ok(_) => {
                             e.first_ms.store(now_ms, Ordering::Relaxed);
                             e.last_ms.store(now_ms, Ordering::Relaxed);
+                            // Release (relaxed: loom_models::sightings reads the key
+                            // without its times).
                             e.key.store(w, Ordering::Release);
                             true
                         }
                         Err(mut other) => {
                             while other == CLAIMING {
-                                std::hint::spin_loop();
+                                spin_loop();
                                 other = e.key.load(Ordering::Acquire);
                             }
                             other == w
@@ -238,7 +241,8 @@ impl Sightings {
             .collect()
     }
 
-    /// Records that this server's own node number (authority) is shared.
+    /// Records that this server's own node number (authority) is shared. Relaxed, both
+    /// ways: a flag that orders no other data (seen a moment later at worst).
     pub fn mark_own_shared(&self, what: What) {
         self.own_flag(what).store(true, Ordering::Relaxed);
     }
@@ -279,6 +283,19 @@ impl Sightings {
     }
 }
 
+/// Shared memory holds it zeroed; under loom, atomics are the checker's objects and are made.
+#[cfg(loom)]
+impl Default for Sightings {
+    fn default() -> Self {
+        Sightings {
+            entries: std::array::from_fn(|_| Entry::default()),
+            own_node_shared: AtomicBool::new(false),
+            own_authority_shared: AtomicBool::new(false),
+        }
+    }
+}
+
+#[cfg(not(loom))] // with std atomics, outside the model checker
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,13 +23,44 @@ fn read(clock: libc::clockid_t) -> i64 {
     ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
 }
 
+#[cfg(not(loom))]
 pub fn precise_unix_ms() -> i64 {
     read(libc::CLOCK_REALTIME)
 }
 
 /// The time of the kernel's last timer tick: never ahead of [`precise_unix_ms`].
+#[cfg(not(loom))]
 pub fn coarse_unix_ms() -> i64 {
     read(libc::CLOCK_REALTIME_COARSE)
+}
+
+/// Under loom, each model thread reads a wall clock of its own that the model sets
+/// ([`model::set`]): a backend whose clock stepped back is a thread whose clock is behind.
+#[cfg(loom)]
+pub fn precise_unix_ms() -> i64 {
+    model::NOW.with(|n| n.get().1)
+}
+
+#[cfg(loom)]
+pub fn coarse_unix_ms() -> i64 {
+    model::NOW.with(|n| n.get().0)
+}
+
+#[cfg(loom)]
+pub mod model {
+    use std::cell::Cell;
+
+    loom::thread_local! {
+        /// (coarse, precise) Unix ms.
+        pub(super) static NOW: Cell<(i64, i64)> = Cell::new((0, 0));
+    }
+
+    /// This model thread's wall clock from now on: the coarse reading never ahead of the
+    /// precise one.
+    pub fn set(coarse_unix_ms: i64, precise_unix_ms: i64) {
+        assert!(coarse_unix_ms <= precise_unix_ms);
+        NOW.with(|n| n.set((coarse_unix_ms, precise_unix_ms)));
+    }
 }
 
 /// Milliseconds of the monotonic clock (since boot, never stepped, counting while the
@@ -44,6 +75,7 @@ pub fn monotonic_coarse_ms() -> i64 {
     read(libc::CLOCK_MONOTONIC_COARSE)
 }
 
+#[cfg(not(loom))] // the real clocks, outside the model checker
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@
 //! therefore finds its CAS failing, and a caller whose CAS succeeded read the era its
 //! counters belong to.
 
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use crate::core::sync::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use crate::core::cache::SlotState;
 use crate::core::gdid::value::MAX_COUNTER;
@@ -69,6 +69,8 @@ impl GdidState {
     #[inline]
     pub fn try_take(&self, n: u64) -> Result<Taken, Need> {
         debug_assert!(n >= 1);
+        // The word with acquire (and the CAS's failure load): the era and lease read after it
+        // are at least those stored before it (relaxed, loom_models::gdid fails).
         let mut word = self.word.load(Ordering::Acquire);
         loop {
             let era = self.era.load(Ordering::Acquire);
@@ -112,7 +114,10 @@ impl GdidState {
     /// Moves the sequence to `era`, its next counter `last + 1`, with a lease up to
     /// `lease_end`. Under the lease lock, after the new lease is durable.
     pub fn advance_era(&self, era: u32, last: u64, lease_end: u64) {
-        // Close the word: from now on no claim can succeed in the old era.
+        // Close the word: from now on no claim can succeed in the old era. The era and the
+        // lease are stored before the new word (release): a claim that succeeds on the new
+        // word acquired it and reads them (the new word stored relaxed, loom_models::gdid
+        // takes a counter outside its era's lease).
         let old = self.word.fetch_or(MAX_COUNTER, Ordering::AcqRel);
         self.era.store(era, Ordering::Release);
         self.lease_end.store(lease_end, Ordering::Release);
@@ -147,6 +152,7 @@ impl GdidState {
     /// era again. Should the era move on between the first two, every later claim is of a
     /// later era; between the last two, the word may count in the next era (see below).
     pub fn floor(&self) -> (u32, u64) {
+        // SeqCst loads: acquire would do (the watermark fences after), and costs the same.
         // A word read while the era moved on may be the next era's, counting from its start:
         // read the era again, and again while it moves (under the lease lock, rarely).
         // A closed word (see `advance_era`) may already sit under the next era, which starts
@@ -159,6 +165,7 @@ impl GdidState {
                 return (era, last + 1);
             }
             era = again;
+            crate::core::sync::model_yield();
         }
         // Still moving, or used up: the start of the era, below anything a claim takes from
         // now on.
@@ -216,6 +223,7 @@ impl GdidState {
     }
 }
 
+#[cfg(not(loom))] // with std atomics, outside the model checker
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -196,6 +196,7 @@ impl GdidSeq<'_> {
     }
 }
 
+#[cfg(not(loom))] // with std atomics, outside the model checker
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 
 pub mod compact;
 pub mod counter;
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod fuzz;
 pub mod gdid_slot;
 pub mod uuid_v8;

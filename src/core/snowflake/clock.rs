@@ -8,7 +8,7 @@
 //! itself (the logical clock runs ahead of the wall clock), a wall clock that steps back is
 //! simply outrun, and a batch is the same single CAS as one ID.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::core::sync::{AtomicU64, Ordering};
 
 /// What a reservation must stay within.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,8 +90,12 @@ pub fn reserve(
     let mut last = state.load(Ordering::Relaxed);
     loop {
         let r = plan(last, now_tick, n, b)?;
-        // Relaxed would do for uniqueness (one variable has one modification order); AcqRel
-        // keeps the tick ordered with the lease that bounds it, at no cost on x86.
+        // Relaxed would do for uniqueness (one variable has one modification order: the
+        // CAS reads the latest tick, loom_models::tick). Release publishes what the caller did
+        // before the reservation (its transaction's entry in flight, see `core::inflight`) to
+        // a reader that acquires the tick; the callers' SeqCst fences do that too today
+        // (loom_models::inflight passes with Relaxed), kept so that the argument does not hang
+        // on them. Free on x86 (lock cmpxchg either way).
         match state.compare_exchange_weak(last, r.last, Ordering::AcqRel, Ordering::Relaxed) {
             Ok(_) => return Ok(r),
             Err(current) => last = current,
@@ -128,6 +132,7 @@ pub fn wait_before_retry(refusal: Refusal, b: &Bounds, max_wait_ms: u64) -> Opti
     }
 }
 
+#[cfg(not(loom))] // with std atomics, outside the model checker
 #[cfg(test)]
 mod tests {
     use super::*;

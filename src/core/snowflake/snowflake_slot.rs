@@ -6,9 +6,11 @@
 //! PURE: no pgrx here. It never raises an error and never waits, so both entry points of
 //! `snowflake_next` use it: the unguarded fast one and the guarded one that waits and raises.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use crate::core::sync::{AtomicU64, Ordering};
 
 use crate::core::cache::{Seq, SlotState};
+#[cfg(test)]
+use crate::core::identity::CreationLayout;
 use crate::core::identity::Kind;
 use crate::core::lease::Lease;
 use crate::core::snowflake::clock::{self, Bounds, Refusal, Reservation};
@@ -107,7 +109,28 @@ pub fn lease_target_ms(last: u64, now_ms: u64, b: &Bounds, restored_end_ms: u64)
 
 /// The last coarse wall-clock reading of this process, to notice the clock stepping back.
 /// Process-local: each backend compares only its own readings, so there are no races.
-static LAST_WALL_MS: AtomicI64 = AtomicI64::new(i64::MIN);
+#[cfg(not(loom))]
+static LAST_WALL_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(i64::MIN);
+
+/// Whether the wall clock read `coarse` is earlier than this process's last reading.
+#[inline(always)]
+fn clock_went_back(coarse: i64) -> bool {
+    #[cfg(not(loom))]
+    {
+        use std::sync::atomic::Ordering::Relaxed;
+        let back = coarse < LAST_WALL_MS.load(Relaxed);
+        LAST_WALL_MS.store(coarse, Relaxed);
+        back
+    }
+    // Under loom, each model thread is a process of its own.
+    #[cfg(loom)]
+    {
+        loom::thread_local! {
+            static LAST: std::cell::Cell<i64> = std::cell::Cell::new(i64::MIN);
+        }
+        LAST.with(|last| coarse < last.replace(coarse))
+    }
+}
 
 impl SnowflakeSeq<'_> {
     /// The layout its IDs count in: the one it was created with.
@@ -117,7 +140,10 @@ impl SnowflakeSeq<'_> {
     }
 
     /// The bounds of a reservation now. The lease only grows while the server runs, so a
-    /// lease end read before the CAS never overstates what is durable.
+    /// lease end read before the CAS never overstates what is durable. Acquire, paired with
+    /// [`SnowflakeSeq::publish_lease`]'s release: a tick under a new lease is taken after the
+    /// lease reached the disk (relaxed on both sides, loom_models::tick hands out a tick past
+    /// the durable lease).
     pub fn bounds(&self, layout: &Layout, max_ahead_ms: u64) -> Bounds {
         Bounds {
             counter_bits: layout.counter_bits,
@@ -138,10 +164,9 @@ impl SnowflakeSeq<'_> {
         let state = self.state();
         let cb = layout.counter_bits;
         let coarse = wallclock::coarse_unix_ms();
-        if coarse < LAST_WALL_MS.load(Ordering::Relaxed) {
+        if clock_went_back(coarse) {
             state.clock_regressions.fetch_add(1, Ordering::Relaxed);
         }
-        LAST_WALL_MS.store(coarse, Ordering::Relaxed);
         let since_epoch = |unix_ms| {
             layout
                 .ms_since_epoch(unix_ms)
@@ -171,7 +196,9 @@ impl SnowflakeSeq<'_> {
         Ok(r)
     }
 
-    /// The lowest tick a reservation from now on can take (ticks only grow).
+    /// The lowest tick a reservation from now on can take (ticks only grow). The
+    /// watermark's read (see `core::inflight`): acquire would do, the watermark fences after
+    /// it; SeqCst costs nothing more for a load on x86 and arm64.
     pub fn next_tick_floor(&self) -> u64 {
         self.state().tick.load(Ordering::SeqCst).saturating_add(1)
     }
@@ -185,6 +212,8 @@ impl SnowflakeSeq<'_> {
     /// extending its lease: for a fresh sequence, above the keys already stored (see
     /// `probe`). The lease extension that follows covers it before anything is handed out.
     pub fn raise_to(&self, tick: u64) {
+        // A read-modify-write (ordered with every reservation's CAS whatever its ordering);
+        // AcqRel as the CAS, under the lease lock, once per first use.
         self.state().tick.fetch_max(tick, Ordering::AcqRel);
     }
 
@@ -228,7 +257,11 @@ impl SnowflakeSeq<'_> {
         let cb = self.layout().counter_bits;
         let end_tick = lease.end << cb;
         // The tick first: a reader that sees the lease sees the sequence above it (a
-        // watermark counts from the tick of an entry that has a lease).
+        // watermark counts from the tick of an entry that has a lease), and a generator that
+        // acquires the lease reserves above the tick. Release on the lease would do; SeqCst is
+        // kept because loom cannot check this one (it runs read-modify-writes in the order
+        // they execute, so loom_models::tick passes even with both relaxed), and a restore is
+        // rare (a cache entry, a lease extension).
         self.state()
             .tick
             .fetch_max(end_tick.saturating_sub(1), Ordering::SeqCst);
@@ -255,6 +288,17 @@ impl SnowflakeSeq<'_> {
     }
 }
 
+/// What a new sequence records of the server's layout (the tests' and the models' sequences;
+/// `sequences` makes it from the relation's options).
+#[cfg(test)]
+pub(crate) fn creation_layout(layout: &Layout) -> CreationLayout {
+    CreationLayout {
+        epoch_ms: layout.epoch_ms,
+        node_bits: layout.node_bits,
+    }
+}
+
+#[cfg(not(loom))] // with std atomics, outside the model checker
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,14 +307,6 @@ mod tests {
     use crate::core::snowflake::layout::DEFAULT_EPOCH_MS;
 
     const LAYOUT: Layout = Layout::own(10, DEFAULT_EPOCH_MS);
-
-    /// What a new sequence records of the server's layout.
-    fn creation_layout(layout: &Layout) -> CreationLayout {
-        CreationLayout {
-            epoch_ms: layout.epoch_ms,
-            node_bits: layout.node_bits,
-        }
-    }
 
     impl SnowflakeSeq<'_> {
         /// Whether the sequence was created under `layout` (the server's now). Its state counts
