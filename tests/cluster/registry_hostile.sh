@@ -22,8 +22,6 @@
 #     behind which every renewal waited), cannot keep a new server from claiming with advisory
 #     locks (any role may take those), and cannot plant an operator the worker's queries run;
 #     the claiming role cannot pass a lease or hold of more than a day written with months.
-# majors: 15 19 (the registry's side does not depend on the major; the oldest and the newest
-# are enough for its run time)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap cleanup_with_jobs EXIT
