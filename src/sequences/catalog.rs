@@ -26,9 +26,37 @@ pub struct Schema {
     pub oid: Oid,
     /// Its name: one of the kind's [`Kind::schema_names`].
     pub name: &'static str,
-    /// Made by the current transaction (`CREATE EXTENSION` in it): no other session sees it
-    /// yet, so neither can a background worker.
-    pub new_in_this_transaction: bool,
+    /// The extension it belongs to.
+    ext: Oid,
+}
+
+impl Schema {
+    /// Whether the current transaction made it the extension's (`CREATE EXTENSION`, or the
+    /// update that made it, in this transaction): no other session sees it yet, so neither can
+    /// a background worker. Read from the row of `pg_depend` that makes the schema a member
+    /// of the extension, which only those statements insert and nothing updates, and not from
+    /// the schema's own row: any role with USAGE rewrites that one (a `GRANT` that grants
+    /// nothing still updates it), and would pass for the transaction of a first migration.
+    /// Asked only where a sequence is made, or was made by this transaction.
+    pub fn new_in_this_transaction(&self) -> bool {
+        let query = CString::new(format!(
+            "SELECT d.xmin::pg_catalog.text FROM pg_catalog.pg_depend d
+              WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass
+                AND d.objid OPERATOR(pg_catalog.=) {}::pg_catalog.oid
+                AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+                AND d.refobjid OPERATOR(pg_catalog.=) {}::pg_catalog.oid
+                AND d.deptype OPERATOR(pg_catalog.=) 'e'",
+            self.oid.to_u32(),
+            self.ext.to_u32()
+        ))
+        .expect("no NUL in the query");
+        let xmin = spi::connect(|conn| conn.select(&query, 1).text(0, 1));
+        xmin.and_then(|x| String::from_utf8(x).ok()?.parse::<u32>().ok())
+            // SAFETY: a read of this backend's transaction state.
+            .is_some_and(|x| unsafe {
+                pg_sys::TransactionIdIsCurrentTransactionId(pg_sys::TransactionId::from(x))
+            })
+    }
 }
 
 /// The schema holding `kind`'s sequences, if the extension of this database has one: the
@@ -49,14 +77,7 @@ pub fn existing_schema(kind: Kind) -> Option<Schema> {
         // SAFETY: a pg_depend lookup.
         let ours = oid != pg_sys::InvalidOid
             && unsafe { pg_sys::getExtensionOfObject(pg_sys::NamespaceRelationId, oid) } == ext;
-        ours.then(|| Schema {
-            oid,
-            name,
-            new_in_this_transaction: created_in_this_transaction(
-                pg_sys::SysCacheIdentifier::NAMESPACEOID,
-                oid,
-            ),
-        })
+        ours.then_some(Schema { oid, name, ext })
     })
 }
 
@@ -115,22 +136,6 @@ fn member_schemas() -> Vec<String> {
 /// The schema of `kind` that relation namespace `nsp` is, if it is one.
 pub fn is_schema_of(kind: Kind, nsp: Oid) -> bool {
     existing_schema(kind).is_some_and(|s| s.oid == nsp)
-}
-
-/// Whether the catalog row of object `oid` (in syscache `cache`) was written by the current
-/// transaction.
-fn created_in_this_transaction(cache: pg_sys::SysCacheIdentifier::Type, oid: Oid) -> bool {
-    // SAFETY: a syscache lookup; the tuple is released before returning.
-    unsafe {
-        let tuple = pg_sys::SearchSysCache1(cache as _, pg_sys::Datum::from(oid));
-        if tuple.is_null() {
-            return false;
-        }
-        let xmin = (*(*tuple).t_data).t_choice.t_heap.t_xmin;
-        let mine = pg_sys::TransactionIdIsCurrentTransactionId(xmin);
-        pg_sys::ReleaseSysCache(tuple);
-        mine
-    }
 }
 
 /// The relation named `name` in `schema`, if there is one.

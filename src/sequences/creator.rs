@@ -97,7 +97,7 @@ pub fn make(name: SequenceName<'_>, relname: &RelationName, schema: Schema, layo
         .raise();
     }
     let kind = name.kind();
-    if schema.new_in_this_transaction {
+    if schema.new_in_this_transaction() {
         catalog::create_in_this_transaction(kind, schema.name, relname, layout);
     } else {
         make_once(kind, relname, schema, layout);

@@ -19,7 +19,7 @@ use crate::core::snowflake::epoch::format_utc;
 use crate::core::snowflake::layout::Layout;
 use crate::pg::errors::{error, Clipped, Code};
 use crate::pg::shmem::{self, InterruptibleLock};
-use crate::sequences::catalog::{self, NotOurs, Opened};
+use crate::sequences::catalog::{self, NotOurs, Opened, Schema};
 use crate::sequences::{creator, privileges};
 use crate::{core::wallclock, sequences::lookup};
 
@@ -64,13 +64,7 @@ pub fn resolve(name: SequenceName<'_>, layout: &Layout, purpose: Purpose) -> Res
         if catalog::find(schema.oid, &relname) != Some(relid) {
             continue;
         }
-        check(
-            name,
-            &opened,
-            schema.new_in_this_transaction,
-            layout,
-            purpose,
-        );
+        check(name, &opened, &schema, layout, purpose);
         let key = Key {
             db: lookup::current_db(),
             relid: relid.to_u32(),
@@ -107,7 +101,7 @@ fn lock_for_transaction(relid: Oid) {
 fn check(
     name: SequenceName<'_>,
     opened: &Opened,
-    schema_made_here: bool,
+    schema: &Schema,
     layout: &Layout,
     purpose: Purpose,
 ) {
@@ -115,7 +109,7 @@ fn check(
     // extension's schema too (a first migration): there the name keeps a floor should it roll
     // back (`name_floors_xact`), which is no other role's to plant (CREATE EXTENSION takes a
     // superuser). Any other, made by hand in the transaction, waits for its commit.
-    if opened.made_in_this_transaction && !schema_made_here {
+    if opened.made_in_this_transaction && !schema.new_in_this_transaction() {
         error(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!(

@@ -50,33 +50,10 @@ stop_all() {
     wait_until 30 "the managers and servers gone" no_process_left || true
     cleanup
 }
-# kill_postmaster NODE: kill -9 of its postmaster and everything in its session, once sure
-# that the pid in postmaster.pid (left behind by an earlier kill) is still this test's server.
-kill_postmaster() {
-    local pid sid
-    pid=$(head -n 1 "$R/$1/data/postmaster.pid" 2>/dev/null || true)
-    [ -n "$pid" ] && ps -o args= -p "$pid" 2>/dev/null | grep -q -- "-D $R/$1/data" || return 0
-    sid=$(ps -o sid= -p "$pid" | tr -d ' ')
-    kill -KILL "$pid" 2>/dev/null || true
-    [ -n "$sid" ] && pkill -KILL -s "$sid" 2>/dev/null || true
-}
-# no_process_left: nothing of this test's sessions or servers runs.
-no_process_left() {
-    local n
-    for n in "${!session[@]}"; do pgrep -s "${session[$n]}" >/dev/null && return 1; done
-    ! pgrep -f -- "-D $R/" >/dev/null
-}
 trap stop_all EXIT
 
 # The DCS: one etcd member, v3 API (Patroni's etcd3, since etcd 3.4 serves v2 only on request).
-setsid runuser -u postgres -- etcd --name e1 --data-dir "$R/etcd" \
-    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-    --listen-peer-urls "http://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
-    --initial-cluster "e1=http://127.0.0.1:$etcd_peer" >>"$R/etcd.log" 2>&1 &
-session[etcd]=$!
-disown
-etcd_healthy() { curl -sf "http://127.0.0.1:$etcd_port/health" | grep -q '"health":"true"'; }
-wait_until 30 "etcd" etcd_healthy
+start_etcd
 
 # config NODE: the member's Patroni configuration. The bootstrap section only counts for the
 # member that initialises the cluster; it becomes the dynamic configuration every member

@@ -438,3 +438,62 @@ close_session() {
 # to 18 have sync_error_count.
 SYNC_ERRORS="coalesce((to_jsonb(s) ->> 'sync_error_count')::bigint,
     (to_jsonb(s) ->> 'sync_table_error_count')::bigint + (to_jsonb(s) ->> 'sync_seq_error_count')::bigint)"
+
+# A server generating without pause while something happens to its numbers (the registry
+# tests): GENERATING_TABLES makes the tables; generating_loop SECONDS PAUSE prints a DO block
+# that makes a snowflake ID and a gdid, or records the refusal, in a transaction every PAUSE
+# seconds, until SECONDS have passed or control.stop is set.
+GENERATING_TABLES="CREATE TABLE control (stop boolean NOT NULL);
+INSERT INTO control VALUES (false);
+CREATE TABLE made (id bigint NOT NULL, g gdid NOT NULL, at timestamptz NOT NULL);
+CREATE TABLE refused (state text, message text, at timestamptz NOT NULL);"
+generating_loop() {
+    cat <<SQL
+DO \$\$
+DECLARE
+    started timestamptz := clock_timestamp();
+BEGIN
+    FOR i IN 1..10000000 LOOP
+        EXIT WHEN clock_timestamp() > started + interval '$1 s' OR (SELECT stop FROM control);
+        BEGIN
+            INSERT INTO made VALUES (snowflake_next('orders'), gdid_next('shop', 'orders'), clock_timestamp());
+        EXCEPTION WHEN OTHERS THEN
+            INSERT INTO refused VALUES (SQLSTATE, SQLERRM, clock_timestamp());
+        END;
+        COMMIT;
+        PERFORM pg_sleep($2);
+    END LOOP;
+END \$\$
+SQL
+}
+
+# Tests that run Patroni with etcd (ha_patroni, registry_failover) keep their files under $R
+# and the process group of each manager, and of etcd, in the array session.
+# kill_postmaster NODE: kill -9 of its postmaster and everything in its session, once sure
+# that the pid in postmaster.pid (left behind by an earlier kill) is still this test's server.
+kill_postmaster() {
+    local pid sid
+    pid=$(head -n 1 "$R/$1/data/postmaster.pid" 2>/dev/null || true)
+    [ -n "$pid" ] && ps -o args= -p "$pid" 2>/dev/null | grep -q -- "-D $R/$1/data" || return 0
+    sid=$(ps -o sid= -p "$pid" | tr -d ' ')
+    kill -KILL "$pid" 2>/dev/null || true
+    [ -n "$sid" ] && pkill -KILL -s "$sid" 2>/dev/null || true
+}
+# no_process_left: nothing of the test's sessions or servers runs.
+no_process_left() {
+    local n
+    for n in "${!session[@]}"; do pgrep -s "${session[$n]}" >/dev/null && return 1; done
+    ! pgrep -f -- "-D $R/" >/dev/null
+}
+# start_etcd: one etcd member (v3 API, Patroni's etcd3) on $etcd_port and $etcd_peer, in a
+# session of its own, healthy.
+start_etcd() {
+    setsid runuser -u postgres -- etcd --name e1 --data-dir "$R/etcd" \
+        --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+        --listen-peer-urls "http://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
+        --initial-cluster "e1=http://127.0.0.1:$etcd_peer" >>"$R/etcd.log" 2>&1 &
+    session[etcd]=$!
+    disown
+    wait_until 30 "etcd" etcd_healthy
+}
+etcd_healthy() { curl -sf "http://127.0.0.1:$etcd_port/health" | grep -q '"health":"true"'; }

@@ -46,31 +46,9 @@ stop_all() {
     (exit "$status")
     cleanup
 }
-# kill_postmaster NODE: kill -9 of its postmaster and everything in its session, once sure
-# that the pid in postmaster.pid (left behind by an earlier kill) is still this test's server.
-kill_postmaster() {
-    local pid sid
-    pid=$(head -n 1 "$R/$1/data/postmaster.pid" 2>/dev/null || true)
-    [ -n "$pid" ] && ps -o args= -p "$pid" 2>/dev/null | grep -q -- "-D $R/$1/data" || return 0
-    sid=$(ps -o sid= -p "$pid" | tr -d ' ')
-    kill -KILL "$pid" 2>/dev/null || true
-    [ -n "$sid" ] && pkill -KILL -s "$sid" 2>/dev/null || true
-}
-no_process_left() {
-    local n
-    for n in "${!session[@]}"; do pgrep -s "${session[$n]}" >/dev/null && return 1; done
-    ! pgrep -f -- "-D $R/" >/dev/null
-}
 trap stop_all EXIT
 
-setsid runuser -u postgres -- etcd --name e1 --data-dir "$R/etcd" \
-    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-    --listen-peer-urls "http://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
-    --initial-cluster "e1=http://127.0.0.1:$etcd_peer" >>"$R/etcd.log" 2>&1 &
-session[etcd]=$!
-disown
-etcd_healthy() { curl -sf "http://127.0.0.1:$etcd_port/health" | grep -q '"health":"true"'; }
-wait_until 30 "etcd" etcd_healthy
+start_etcd
 
 # config NODE: the member's Patroni configuration; the registry's members generate nothing
 # themselves, but carry the extension (its functions and table) like any registry.
@@ -168,25 +146,8 @@ claimant() {
 held() { sql_is "$1" "SELECT count(*) FROM snowflake_node_claims WHERE state = 'held'" 2; }
 numbers() { sql "$1" "SELECT string_agg(number::text, ' ' ORDER BY kind DESC) FROM snowflake_node_claims"; }
 
-TABLES="CREATE TABLE control (stop boolean NOT NULL);
-INSERT INTO control VALUES (false);
-CREATE TABLE made (id bigint NOT NULL, g gdid NOT NULL, at timestamptz NOT NULL);
-CREATE TABLE refused (state text, message text, at timestamptz NOT NULL);"
-LOOP="DO \$\$
-DECLARE
-    started timestamptz := clock_timestamp();
-BEGIN
-    FOR i IN 1..1000000 LOOP
-        EXIT WHEN clock_timestamp() > started + interval '240 s' OR (SELECT stop FROM control);
-        BEGIN
-            INSERT INTO made VALUES (snowflake_next('orders'), gdid_next('shop', 'orders'), clock_timestamp());
-        EXCEPTION WHEN OTHERS THEN
-            INSERT INTO refused VALUES (SQLSTATE, SQLERRM, clock_timestamp());
-        END;
-        COMMIT;
-        PERFORM pg_sleep(0.005);
-    END LOOP;
-END \$\$"
+TABLES=$GENERATING_TABLES
+LOOP=$(generating_loop "240" 0.005)
 generate() {
     sql "$1" "$TABLES" >/dev/null
     timeout 300 "$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$1" -p "$(pg_port_of "$1")" -U postgres -d postgres \

@@ -119,25 +119,8 @@ echo "s5: $(sql "$s5" "SELECT registry || ': ' || message FROM snowflake_node_cl
 pg_stop "$s5" immediate
 
 echo "--- 2. the claiming role cannot stop the servers"
-TABLES="CREATE TABLE control (stop boolean NOT NULL);
-INSERT INTO control VALUES (false);
-CREATE TABLE made (id bigint NOT NULL, g gdid NOT NULL, at timestamptz NOT NULL);
-CREATE TABLE refused (state text, message text, at timestamptz NOT NULL);"
-LOOP="DO \$\$
-DECLARE
-    started timestamptz := clock_timestamp();
-BEGIN
-    FOR i IN 1..200000 LOOP
-        EXIT WHEN clock_timestamp() > started + interval '110 s' OR (SELECT stop FROM control);
-        BEGIN
-            INSERT INTO made VALUES (snowflake_next('orders'), gdid_next('shop', 'orders'), clock_timestamp());
-        EXCEPTION WHEN OTHERS THEN
-            INSERT INTO refused VALUES (SQLSTATE, SQLERRM, clock_timestamp());
-        END;
-        COMMIT;
-        PERFORM pg_sleep(0.005);
-    END LOOP;
-END \$\$"
+TABLES=$GENERATING_TABLES
+LOOP=$(generating_loop "110" 0.005)
 LOOPS=()
 for s in s1 s2 s3; do
     sql "${dir[$s]}" "$TABLES" >/dev/null

@@ -53,25 +53,8 @@ claimant() {
 held() { sql_is "$1" "SELECT count(*) FROM snowflake_node_claims WHERE state = 'held'" 2; }
 numbers() { sql "$1" "SELECT string_agg(number::text, ' ' ORDER BY kind DESC) FROM snowflake_node_claims"; }
 
-TABLES="CREATE TABLE control (stop boolean NOT NULL);
-INSERT INTO control VALUES (false);
-CREATE TABLE made (id bigint NOT NULL, g gdid NOT NULL, at timestamptz NOT NULL);
-CREATE TABLE refused (state text, message text, at timestamptz NOT NULL);"
-LOOP="DO \$\$
-DECLARE
-    started timestamptz := clock_timestamp();
-BEGIN
-    FOR i IN 1..10000000 LOOP
-        EXIT WHEN clock_timestamp() > started + interval '$((OUTAGE_S + 120)) s' OR (SELECT stop FROM control);
-        BEGIN
-            INSERT INTO made VALUES (snowflake_next('orders'), gdid_next('shop', 'orders'), clock_timestamp());
-        EXCEPTION WHEN OTHERS THEN
-            INSERT INTO refused VALUES (SQLSTATE, SQLERRM, clock_timestamp());
-        END;
-        COMMIT;
-        PERFORM pg_sleep(0.02);
-    END LOOP;
-END \$\$"
+TABLES=$GENERATING_TABLES
+LOOP=$(generating_loop "$((OUTAGE_S + 120))" 0.02)
 made_after() { sql_is "$1" "SELECT count(*) >= $3 FROM made WHERE at > to_timestamp($2)" t; }
 
 s1=$(claimant s1)

@@ -124,8 +124,31 @@ SELECT count(*) = count(DISTINCT id) AS all_distinct,
        max(id) = (SELECT id FROM invoices WHERE item = 'after the restart') AS the_new_one_is_last
   FROM invoices;
 
+-- Only the transaction that made the extension counts as a first migration. A role that owns
+-- its database, not the extension, rewrites the schema's catalog row with a GRANT that grants
+-- nothing; its transaction still does not pass for one: a new name is made by the background
+-- worker and committed at once (it outlives the rollback), and takes no floor of the names
+-- that the server's first migrations share.
+CREATE ROLE fm_owner;
+CREATE DATABASE snowflake_first_migration_owned OWNER fm_owner;
+\c snowflake_first_migration_owned
+CREATE EXTENSION snowflake_id;
+SET ROLE fm_owner;
+BEGIN;
+GRANT USAGE ON SCHEMA snowflake TO PUBLIC;
+SELECT (SELECT xmin FROM pg_namespace WHERE nspname = 'snowflake')::text
+       = pg_current_xact_id()::xid::text AS schema_row_rewritten;
+SELECT snowflake_next('by_the_owner') > 0 AS generated;
+SELECT (SELECT xmin FROM pg_class WHERE oid = 'snowflake.by_the_owner'::regclass)::text
+       <> pg_current_xact_id()::xid::text AS made_by_the_worker;
+ROLLBACK;
+SELECT to_regclass('snowflake.by_the_owner') IS NOT NULL AS outlived_the_rollback;
+RESET ROLE;
+
 \c :regress_db
 DROP DATABASE snowflake_first_migration;
 DROP DATABASE snowflake_first_migration_again;
 DROP DATABASE snowflake_first_migration_batch;
 DROP DATABASE snowflake_first_migration_again_and_again;
+DROP DATABASE snowflake_first_migration_owned;
+DROP ROLE fm_owner;
