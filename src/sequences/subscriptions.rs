@@ -23,7 +23,10 @@ use crate::pg::spi;
 use crate::sequences::catalog;
 
 /// After a utility statement: if it made or refreshed a subscription of this database, takes
-/// the extension's sequences out of it.
+/// the extension's sequences out of it; if it moved a sequence into one of the extension's
+/// schemas (`ALTER SEQUENCE ... SET SCHEMA`, which makes it one of the extension's), takes it
+/// out of every subscription of this database that holds it: a synchronization worker would
+/// otherwise write another server's value over the lease it now holds.
 ///
 /// # Safety
 /// `stmt` is the parse node of the statement that just ran.
@@ -37,18 +40,32 @@ pub unsafe fn after_statement(stmt: *mut pg_sys::Node) {
             pg_sys::NodeTag::T_AlterSubscriptionStmt => {
                 (*stmt.cast::<pg_sys::AlterSubscriptionStmt>()).subname
             }
+            pg_sys::NodeTag::T_AlterObjectSchemaStmt => {
+                let kind = (*stmt.cast::<pg_sys::AlterObjectSchemaStmt>()).objectType;
+                if kind == pg_sys::ObjectType::OBJECT_SEQUENCE
+                    || kind == pg_sys::ObjectType::OBJECT_TABLE
+                {
+                    std::ptr::null_mut()
+                } else {
+                    return;
+                }
+            }
             _ => return,
         }
     };
     // SAFETY: a plain read of process state: nothing is in a transaction outside one.
-    if name.is_null() || unsafe { !pg_sys::IsTransactionState() } {
+    if unsafe { !pg_sys::IsTransactionState() } {
         return;
     }
-    // SAFETY: a catalog lookup by name; InvalidOid when there is none (a DROP).
-    let subid = unsafe { pg_sys::get_subscription_oid(name, true) };
-    if subid == pg_sys::InvalidOid {
-        return;
-    }
+    let subid = if name.is_null() {
+        None // every subscription of the database
+    } else {
+        // SAFETY: a catalog lookup by name; InvalidOid when there is none (a DROP).
+        match unsafe { pg_sys::get_subscription_oid(name, true) } {
+            oid if oid == pg_sys::InvalidOid => return,
+            oid => Some(oid),
+        }
+    };
     let schemas: Vec<Oid> = [Kind::Snowflake, Kind::Gdid]
         .into_iter()
         .filter_map(catalog::existing_schema)
@@ -58,11 +75,14 @@ pub unsafe fn after_statement(stmt: *mut pg_sys::Node) {
         return;
     }
     let query = CString::new(format!(
-        "SELECT r.srrelid FROM pg_catalog.pg_subscription_rel r \
+        "SELECT r.srsubid, r.srrelid FROM pg_catalog.pg_subscription_rel r \
            JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) r.srrelid \
-          WHERE r.srsubid OPERATOR(pg_catalog.=) {} \
-            AND c.relnamespace OPERATOR(pg_catalog.=) ANY ('{{{}}}'::pg_catalog.oid[])",
-        subid.to_u32(),
+          WHERE {} \
+            c.relnamespace OPERATOR(pg_catalog.=) ANY ('{{{}}}'::pg_catalog.oid[])",
+        subid.map_or(String::new(), |o| format!(
+            "r.srsubid OPERATOR(pg_catalog.=) {} AND",
+            o.to_u32()
+        )),
         schemas
             .iter()
             .map(|o| o.to_u32().to_string())
@@ -70,26 +90,33 @@ pub unsafe fn after_statement(stmt: *mut pg_sys::Node) {
             .join(",")
     ))
     .expect("no NUL in numbers");
-    let ours: Vec<Oid> = spi::connect(|conn| {
+    let ours: Vec<(Oid, Oid)> = spi::connect(|conn| {
         let rows = conn.select(&query, 0);
-        (0..rows.len()).filter_map(|i| rows.oid(i, 1)).collect()
+        (0..rows.len())
+            .filter_map(|i| Some((rows.oid(i, 1)?, rows.oid(i, 2)?)))
+            .collect()
     });
     if ours.is_empty() {
         return;
     }
-    for &relid in &ours {
+    for &(sub, relid) in &ours {
         // SAFETY: removes one row of pg_subscription_rel, as ALTER SUBSCRIPTION does for a
         // relation gone from the publication; the subscription and relation exist.
-        unsafe { pg_sys::RemoveSubscriptionRel(subid, relid) };
+        unsafe { pg_sys::RemoveSubscriptionRel(sub, relid) };
     }
     // SAFETY: makes the removals visible to the rest of the transaction.
     unsafe { pg_sys::CommandCounterIncrement() };
-    // SAFETY: `name` is the statement's NUL-terminated subscription name.
-    let subname = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+    let from = if name.is_null() {
+        "the subscriptions of this database".to_string()
+    } else {
+        // SAFETY: `name` is the statement's NUL-terminated subscription name.
+        let subname = unsafe { CStr::from_ptr(name) };
+        format!("subscription \"{}\"", subname.to_string_lossy())
+    };
     error(
         Code::ERRCODE_SUCCESSFUL_COMPLETION,
         format!(
-            "snowflake_id keeps its {} sequence(s) out of subscription \"{subname}\"",
+            "snowflake_id keeps its {} sequence(s) out of {from}",
             ours.len()
         ),
     )

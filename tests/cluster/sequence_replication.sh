@@ -7,6 +7,7 @@
 #  - the extension's sequences are kept out of both subscriptions (a NOTICE says so), so
 #    neither server's lease is ever overwritten by the other's, while a plain sequence of the
 #    user's is synchronized as PostgreSQL does it;
+#  - a subscribed sequence moved into an extension's schema by hand leaves the subscription;
 #  - after REFRESH SEQUENCES both ways, then a restart of each server with its clock 5 s
 #    behind (within snowflake.max_clock_ahead), neither hands out a value it handed out before
 #    (every value of each server above its earlier ones, per sequence), and no
@@ -77,6 +78,19 @@ for n in 1 2; do
     done
 done
 echo "ok: after REFRESH SEQUENCES both ways, each server's leases only moved on"
+
+# A sequence of a subscription moved into an extension's schema by hand (which makes it one of
+# the extension's) leaves the subscription in that statement: the worker would otherwise write
+# n2's value over n1's lease (a gdid repeated after a restart, before this).
+for n in 2 1; do pg_psql "${dir[$n]}" -d postgres -qc "CREATE SEQUENCE public.moved MINVALUE 0 START 0"; done
+pg_psql "${dir[1]}" -d postgres -qc "ALTER SUBSCRIPTION s1 REFRESH PUBLICATION"
+expect "${dir[1]}" "SELECT count(*) FROM pg_subscription_rel WHERE srrelid = 'public.moved'::regclass" 1
+out=$(pg_psql "${dir[1]}" -d postgres -c 'ALTER SEQUENCE public.moved SET SCHEMA gdid' 2>&1)
+grep -q 'NOTICE:  snowflake_id keeps its 1 sequence(s) out of the subscriptions of this database' <<<"$out" ||
+    fail "no NOTICE when a subscribed sequence moved into the extension's schema: $out"
+expect "${dir[1]}" "SELECT string_agg(srrelid::regclass::text, ',') FROM pg_subscription_rel" plain
+for n in 1 2; do pg_psql "${dir[$n]}" -d postgres -qc "DROP SEQUENCE IF EXISTS gdid.moved, public.moved"; done
+echo "ok: a subscribed sequence moved into the extension's schema left the subscription"
 
 # Restarts with the clock 5 s behind, then more values: none handed out twice.
 for n in 1 2; do
