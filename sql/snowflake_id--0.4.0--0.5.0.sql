@@ -156,7 +156,7 @@ CREATE OR REPLACE FUNCTION snowflake_registry_claim(
     SET search_path = pg_catalog, pg_temp
     -- It waits only where the rules above do not skip: briefly, then it skips the number, or
     -- fails and the holder tries again.
-    SET lock_timeout = '100ms'
+    SET lock_timeout = '10ms'
     LANGUAGE plpgsql AS $claim$
 DECLARE
     mine record;
@@ -203,6 +203,9 @@ BEGIN
        AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
        AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_claim.holder
        AND NOT r.released AND r.number OPERATOR(pg_catalog.<=) max_number
+       -- Not a row whose lease and hold have passed: another claim may be taking it over
+       -- (and keep it locked); the holder claims as a new one then.
+       AND r.reusable_after OPERATOR(pg_catalog.>=) pg_catalog.now()
      ORDER BY r.number LIMIT 1
        FOR UPDATE;
     IF FOUND THEN
@@ -317,12 +320,17 @@ BEGIN
                   HINT = 'A number comes free when its holder gives it back (snowflake_node_detach) or its lease has passed; or use another snowflake.registry_group for servers whose values never meet.';
     END IF;
     -- A holder that moves to another number gives up the one it had.
+    -- (Not one another claim has locked: that one is taking it over.)
     UPDATE snowflake_id_registry.snowflake_registry r SET released = true
-     WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
-       AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
-       AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_claim.holder
-       AND r.number OPERATOR(pg_catalog.<>) snowflake_registry_claim.number
-       AND NOT r.released;
+     WHERE (r.kind, r.registry_group, r.number) IN (
+           SELECT o.kind, o.registry_group, o.number
+             FROM snowflake_id_registry.snowflake_registry o
+            WHERE o.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
+              AND o.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
+              AND o.holder OPERATOR(pg_catalog.=) snowflake_registry_claim.holder
+              AND o.number OPERATOR(pg_catalog.<>) snowflake_registry_claim.number
+              AND NOT o.released
+              FOR UPDATE SKIP LOCKED);
 END
 $claim$;
 
@@ -350,6 +358,25 @@ BEGIN
                 (SELECT d.oid::text FROM pg_catalog.pg_database d
                   WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
                 OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) pg_catalog.current_database();
+    -- A row whose lease and hold have passed may be another claim's to take over, which locks
+    -- it (and may keep its transaction open): its holder does not wait for that one, it has
+    -- lost the number (NULL), and claims another.
+    IF EXISTS (SELECT FROM snowflake_id_registry.snowflake_registry r
+                WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_renew.kind
+                  AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_renew.registry_group
+                  AND r.number OPERATOR(pg_catalog.=) snowflake_registry_renew.number
+                  AND r.reusable_after OPERATOR(pg_catalog.<) pg_catalog.now()) THEN
+        PERFORM FROM snowflake_id_registry.snowflake_registry r
+          WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_renew.kind
+            AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_renew.registry_group
+            AND r.number OPERATOR(pg_catalog.=) snowflake_registry_renew.number
+            AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_renew.holder
+            AND NOT r.released
+            FOR UPDATE SKIP LOCKED;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+    END IF;
     UPDATE snowflake_id_registry.snowflake_registry r
        SET renewed_at = pg_catalog.now(),
            lease_until = pg_catalog.now() OPERATOR(pg_catalog.+) snowflake_registry_renew.lease,

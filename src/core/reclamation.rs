@@ -69,7 +69,12 @@ impl<'a> Phases<'a> {
         // after an eviction must see the eviction (with a relaxed load the model reuses the
         // slot under it: the reclaimer sees the new phase, the call the slot still READY).
         let phase = self.global.load(Ordering::Acquire) + 1;
-        entry.store(phase, Ordering::Relaxed);
+        // Release: a reclaimer that reads this entry (`all_past`, Acquire) and lets the slot
+        // go must see all this backend's earlier calls did to it, and a later store does not
+        // continue the release sequence of the `exit` before it (C++20, which Rust follows).
+        // Relaxed, the model of a backend that calls twice reuses the slot under the first
+        // call's reads. A plain store on x86 and arm64 alike.
+        entry.store(phase, Ordering::Release);
         // A fence, not a SeqCst store: a SeqCst store orders nothing after it but other
         // SeqCst operations, and the call's loads of slots are Acquire (x86's xchg ordered
         // them; arm64's stlr does not order a later ldapr). On x86-64 this is one locked

@@ -353,7 +353,6 @@ pub fn invalidations_since_registered() -> u64 {
 
 #[cold]
 fn register() {
-    REGISTERED.store(true, Ordering::Relaxed);
     // SAFETY: registered once per backend, as PostgreSQL allows; the callbacks only count.
     unsafe {
         pg_sys::RegisterXactCallback(Some(on_transaction_end), std::ptr::null_mut());
@@ -369,6 +368,10 @@ fn register() {
             );
         }
     }
+    // Only once all are registered: a registration that raised (out of memory) is tried
+    // again at the next call, instead of leaving the count of transaction ends still, which
+    // would keep a call site's cache fresh across transactions.
+    REGISTERED.store(true, Ordering::Relaxed);
 }
 
 // nothrow: counts.

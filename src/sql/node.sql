@@ -54,8 +54,9 @@ ALTER TABLE snowflake_registry SET SCHEMA snowflake_id_registry;
 -- a grantee's transaction. Claims of one number by two holders at once are kept apart by the
 -- row (an update only of a row still reusable, an insert only where none is), and one waits
 -- for another's open transaction only briefly: a row another claim has locked is skipped
--- (SKIP LOCKED), and a number another claim is inserting is skipped after 100 ms (no advisory
--- lock: any role could take those). Its work is bounded: at most every number of a node
+-- (SKIP LOCKED), and a number another claim is inserting is skipped after 10 ms (no advisory
+-- lock: any role could take those; a claim's time is a quarter of its lease, at most 5 s, so
+-- only hundreds of claims kept open delay a new one). Its work is bounded: at most every number of a node
 -- layout (8192) or the 16 authorities, a lease and a hold of at most a day.
 CREATE FUNCTION snowflake_registry_claim(
         kind text, registry_group text, holder text, max_number integer,
@@ -66,7 +67,7 @@ CREATE FUNCTION snowflake_registry_claim(
     SET search_path = pg_catalog, pg_temp
     -- It waits only where the rules above do not skip: briefly, then it skips the number, or
     -- fails and the holder tries again.
-    SET lock_timeout = '100ms'
+    SET lock_timeout = '10ms'
     LANGUAGE plpgsql AS $claim$
 DECLARE
     mine record;
@@ -113,6 +114,9 @@ BEGIN
        AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
        AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_claim.holder
        AND NOT r.released AND r.number OPERATOR(pg_catalog.<=) max_number
+       -- Not a row whose lease and hold have passed: another claim may be taking it over
+       -- (and keep it locked); the holder claims as a new one then.
+       AND r.reusable_after OPERATOR(pg_catalog.>=) pg_catalog.now()
      ORDER BY r.number LIMIT 1
        FOR UPDATE;
     IF FOUND THEN
@@ -227,12 +231,17 @@ BEGIN
                   HINT = 'A number comes free when its holder gives it back (snowflake_node_detach) or its lease has passed; or use another snowflake.registry_group for servers whose values never meet.';
     END IF;
     -- A holder that moves to another number gives up the one it had.
+    -- (Not one another claim has locked: that one is taking it over.)
     UPDATE snowflake_id_registry.snowflake_registry r SET released = true
-     WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
-       AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
-       AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_claim.holder
-       AND r.number OPERATOR(pg_catalog.<>) snowflake_registry_claim.number
-       AND NOT r.released;
+     WHERE (r.kind, r.registry_group, r.number) IN (
+           SELECT o.kind, o.registry_group, o.number
+             FROM snowflake_id_registry.snowflake_registry o
+            WHERE o.kind OPERATOR(pg_catalog.=) snowflake_registry_claim.kind
+              AND o.registry_group OPERATOR(pg_catalog.=) snowflake_registry_claim.registry_group
+              AND o.holder OPERATOR(pg_catalog.=) snowflake_registry_claim.holder
+              AND o.number OPERATOR(pg_catalog.<>) snowflake_registry_claim.number
+              AND NOT o.released
+              FOR UPDATE SKIP LOCKED);
 END
 $claim$;
 COMMENT ON FUNCTION snowflake_registry_claim(text, text, text, integer, interval, interval) IS
@@ -268,6 +277,25 @@ BEGIN
                 (SELECT d.oid::text FROM pg_catalog.pg_database d
                   WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
                 OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) pg_catalog.current_database();
+    -- A row whose lease and hold have passed may be another claim's to take over, which locks
+    -- it (and may keep its transaction open): its holder does not wait for that one, it has
+    -- lost the number (NULL), and claims another.
+    IF EXISTS (SELECT FROM snowflake_id_registry.snowflake_registry r
+                WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_renew.kind
+                  AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_renew.registry_group
+                  AND r.number OPERATOR(pg_catalog.=) snowflake_registry_renew.number
+                  AND r.reusable_after OPERATOR(pg_catalog.<) pg_catalog.now()) THEN
+        PERFORM FROM snowflake_id_registry.snowflake_registry r
+          WHERE r.kind OPERATOR(pg_catalog.=) snowflake_registry_renew.kind
+            AND r.registry_group OPERATOR(pg_catalog.=) snowflake_registry_renew.registry_group
+            AND r.number OPERATOR(pg_catalog.=) snowflake_registry_renew.number
+            AND r.holder OPERATOR(pg_catalog.=) snowflake_registry_renew.holder
+            AND NOT r.released
+            FOR UPDATE SKIP LOCKED;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+    END IF;
     UPDATE snowflake_id_registry.snowflake_registry r
        SET renewed_at = pg_catalog.now(),
            lease_until = pg_catalog.now() OPERATOR(pg_catalog.+) snowflake_registry_renew.lease,

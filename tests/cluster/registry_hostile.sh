@@ -12,9 +12,9 @@
 #     generator's error gives it no DETAIL (a superuser's does; the log has it, masked). A
 #     string libpq cannot parse is not used, and libpq's error, which quotes pieces of it, is
 #     shown nowhere. No server log holds a password.
-#  2. The claiming role, in sessions of its own on the registry, cannot stop the servers: a
-#     claim in a transaction left open for 12 s (four leases), a claim in a statement that runs
-#     8 s, 1000 claims in one open transaction, arguments beyond the bounds (22023 at once).
+#  2. The claiming role, in sessions of its own on the registry, cannot stop the servers: 40
+#     claims in a transaction left open for 12 s (four leases), a claim in a statement that runs
+#     8 s, 900 claims in one open transaction, arguments beyond the bounds (22023 at once).
 #     Meanwhile all three generate without pause and never fail a call, their renewals go on,
 #     and a server started during the open transaction claims a number within a second or two.
 #  3. A role that may only connect to the registry's database cannot name the claims' table
@@ -22,6 +22,8 @@
 #     behind which every renewal waited), cannot keep a new server from claiming with advisory
 #     locks (any role may take those), and cannot plant an operator the worker's queries run;
 #     the claiming role cannot pass a lease or hold of more than a day written with months.
+#  4. A server frozen past its lease and hold, whose number the claiming role takes over in a
+#     transaction it keeps open, is told it lost the number and claims another at once.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap cleanup_with_jobs EXIT
@@ -149,8 +151,10 @@ renewed_since() { # every server renewed both numbers after time $1
 # by then came while the intruder's transaction or statement was still running.
 before() { python3 -c "import sys, time; sys.exit(0 if time.time() < $1 else 1)"; }
 attack_start=$(date +%s.%N)
-# A claim whose transaction stays open for 12 s; meanwhile a new server claims.
-as_claims -c "BEGIN" -c "SELECT number FROM snowflake_registry_claim('node', 'default', 'intruder open', 1023, '10s', '12s')" \
+# 40 claims of the lowest free numbers in a transaction that stays open for 12 s; meanwhile a
+# new server claims (each number costs its claim 10 ms, within a quarter of its 3 s lease; at
+# 100 ms each, as before, it could not claim until the transaction ended).
+as_claims -c "BEGIN" -c "SELECT count(*) FROM generate_series(1, 40) i, LATERAL snowflake_registry_claim('node', 'default', 'intruder open ' || i, 1023, '10s', '12s') c" \
     -c "SELECT pg_sleep(12)" -c "COMMIT" >"$CLUSTER_ROOT/open.out" 2>&1 &
 open_tx=$!
 open_ends=$(python3 -c "print($attack_start + 12)")
@@ -176,16 +180,16 @@ mid=$(date +%s.%N)
 wait_until 5 "renewals during the long statement" renewed_since "$mid"
 before "$long_ends" || fail "the servers renewed only once the long statement had ended"
 wait "$long" || fail "the long statement failed: $(cat "$CLUSTER_ROOT/long.out")"
-# 1000 claims in one transaction, open for 8 s (the group is 1024 numbers).
-as_claims -c "BEGIN" -c "SELECT count(*) FROM generate_series(1, 1000) i, LATERAL snowflake_registry_claim('node', 'default', 'intruder ' || i, 1023, '10s', '12s') c" \
+# 900 claims in one transaction, open for 8 s (the group is 1024 numbers, 44 of them held).
+as_claims -c "BEGIN" -c "SELECT count(*) FROM generate_series(1, 900) i, LATERAL snowflake_registry_claim('node', 'default', 'intruder ' || i, 1023, '10s', '12s') c" \
     -c "SELECT pg_sleep(8)" -c "COMMIT" >"$CLUSTER_ROOT/many.out" 2>&1 &
 many=$!
 many_ends=$(python3 -c "print($(date +%s.%N) + 8)")
 sleep 2
 mid=$(date +%s.%N)
-wait_until 5 "renewals during the 1000 open claims" renewed_since "$mid"
-before "$many_ends" || fail "the servers renewed only once the 1000 open claims had ended"
-wait "$many" || fail "the 1000 claims failed: $(cat "$CLUSTER_ROOT/many.out")"
+wait_until 5 "renewals during the 900 open claims" renewed_since "$mid"
+before "$many_ends" || fail "the servers renewed only once the 900 open claims had ended"
+wait "$many" || fail "the 900 claims failed: $(cat "$CLUSTER_ROOT/many.out")"
 # Arguments beyond the bounds: refused at once.
 for call in "snowflake_registry_claim('node', 'default', 'intruder x', 2147483647, '10s', '12s')" \
     "snowflake_registry_claim('node', 'default', 'intruder x', 1023, '100 years', '12s')" \
@@ -205,7 +209,7 @@ for s in s1 s2 s3; do
     [ "$gap" -lt 1000 ] || fail "$s paused $gap ms while the claiming role attacked"
     echo "$s: $(sql "${dir[$s]}" "SELECT count(*) FROM made") values, longest pause $gap ms, no call failed"
 done
-echo "figures: the claiming role's open transaction, long statement and 1000 open claims ($(python3 -c "print(round($attack_end - $attack_start, 1))") s): no server failed a call; s4 claimed $s4_ms ms after its start during the open transaction"
+echo "figures: the claiming role's 40 claims in an open transaction, long statement and 900 open claims ($(python3 -c "print(round($attack_end - $attack_start, 1))") s): no server failed a call; s4 claimed $s4_ms ms after its start during the open transaction"
 
 echo "--- 3. a role that may only connect, and month-long intervals"
 pg_psql "$registry" -d postgres -q -c "CREATE ROLE nobody LOGIN" -c "GRANT CREATE ON SCHEMA public TO nobody" \
@@ -247,6 +251,33 @@ for call in "snowflake_registry_claim('node', 'default', 'intruder m', 1023, '12
     grep -q "22023" <<<"$msg" || fail "$call: $msg"
 done
 echo "ok: a role that may only connect named no claim, held up no claim, planted no operator; leases and holds written with months refused"
+
+echo "--- 4. a holder past its lease, whose row another claim is taking over"
+# s3's claims worker frozen past its lease and the hold after it (as in a registry outage
+# longer than both), then the claiming role takes its node number over in a transaction it
+# keeps open: the worker, thawed, learns at once that the number is lost (its renewal does not
+# wait for that transaction) and claims another, while the transaction is still open.
+worker=$(ps -o pid=,args= --ppid "$(head -n 1 "${dir[s3]}/data/postmaster.pid")" | awk '/snowflake_id claims/ {print $1}')
+[ -n "$worker" ] || fail "s3 has no claims worker"
+old=$(sql "${dir[s3]}" "SELECT number FROM snowflake_node_claims WHERE kind = 'snowflake node'")
+kill -STOP "$worker"
+sleep 6 # past the 3 s lease and the 1.4 s hold after it
+takeover_ends=$(python3 -c "print($(date +%s.%N) + 15)")
+# (Claims up to s3's number, the lowest free first, until one is s3's.)
+as_claims -c "BEGIN" -c "SELECT n FROM (SELECT i, (snowflake_registry_claim('node', 'default', 'intruder takeover ' || i, $old, '10s', '12s')).number n
+                             FROM generate_series(1, $((old + 1))) i) c WHERE n = $old LIMIT 1" \
+    -c "SELECT pg_sleep(15)" -c "COMMIT" >"$CLUSTER_ROOT/takeover.out" 2>&1 &
+takeover=$!
+sleep 1
+kill -CONT "$worker"
+another_number() {
+    sql_is "${dir[s3]}" "SELECT state = 'held' AND number <> $old FROM snowflake_node_claims WHERE kind = 'snowflake node'" t
+}
+wait_until 8 "s3 to hold another node number while the takeover's transaction is open" another_number
+before "$takeover_ends" || fail "s3 claimed another number only once the takeover's transaction had ended"
+wait "$takeover" || fail "the takeover failed: $(cat "$CLUSTER_ROOT/takeover.out")"
+grep -qx "$old" "$CLUSTER_ROOT/takeover.out" || fail "the claiming role did not take s3's number $old: $(cat "$CLUSTER_ROOT/takeover.out")"
+echo "ok: s3, past its lease, lost number $old to an open takeover and holds $(sql "${dir[s3]}" "SELECT number FROM snowflake_node_claims WHERE kind = 'snowflake node'") instead"
 
 # No server's log, nor the registry's, holds a password.
 for d in "${dir[@]}" "$s4" "$s5" "$s6" "$registry"; do

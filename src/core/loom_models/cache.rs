@@ -175,6 +175,36 @@ fn loom_no_slot_is_reused_while_a_fenced_reader_holds_it() {
     });
 }
 
+/// Failed when `Phases::enter` stored the entry Relaxed: the backend's first call read the
+/// slot and left (a Release store of 0), its second call stored its new phase, at or past
+/// the eviction's, and the lock holder, reading that entry, reset the slot with nothing
+/// ordering the first call's reads before it (a later relaxed store does not continue the
+/// release sequence of the exit). Found by an independent review of the orderings.
+#[test]
+fn loom_no_slot_is_reused_while_a_reader_that_left_calls_again() {
+    check("cache fenced twice", DEFAULT_PREEMPTIONS, || {
+        let t = Arc::new(Table::new(1, 1, None));
+        t.cache()
+            .find_or_insert(KEY, Kind::Snowflake, creation_layout(&LAYOUT), 0)
+            .unwrap();
+        let backend = {
+            let t = t.clone();
+            thread::spawn(move || {
+                reader(&t, 0, Entry::Fenced);
+                let phases = t.phases();
+                assert!(phases.enter(0));
+                phases.exit(0);
+            })
+        };
+        let lock_holder = {
+            let t = t.clone();
+            thread::spawn(move || reclaimer(&t))
+        };
+        lock_holder.join().unwrap();
+        backend.join().unwrap();
+    });
+}
+
 #[test]
 fn loom_no_slot_is_reused_while_a_registered_reader_holds_it() {
     static AT: [[Entry; 1]; 5] = [
