@@ -20,7 +20,7 @@
 //! for a new transaction. Only the owner ever writes a process's entries, and the process
 //! that prepares a transaction writes the prepared transaction's.
 
-use crate::core::sync::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use crate::core::sync::{fence, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use crate::core::identity::Kind;
 
@@ -204,6 +204,17 @@ impl<'a> Holders<'a> {
         self.all.len()
     }
 
+    /// [`Holders::publish`], then a full fence: what the caller reads next (whether its slot
+    /// still holds the sequence, then the reservation) comes after the entry, against a
+    /// watermark's fence between where the sequence stands and the entries
+    /// ([`Holders::holding_after_fence`]): of the two fences, the first orders either the
+    /// entry before the watermark's reading or the watermark's reading before the slot check.
+    pub fn hold(&self, me: usize, held: Held, lower: Value, now_ms: i64) -> Published {
+        let published = self.publish(me, held, lower, now_ms);
+        fence(Ordering::SeqCst);
+        published
+    }
+
     /// By `me`, before the reservation that takes its transaction's first value from `held`:
     /// `lower` is at or below anything that reservation can take.
     pub fn publish(&self, me: usize, held: Held, lower: Value, now_ms: i64) -> Published {
@@ -338,6 +349,13 @@ impl<'a> Holders<'a> {
                 }
             }
         }
+    }
+
+    /// A watermark's reading of what holds `held` back, after it read where the sequence
+    /// stands: a full fence (see [`Holders::hold`]), then [`Holders::holding`].
+    pub fn holding_after_fence(&self, held: Held, f: impl FnMut(Seen)) {
+        fence(Ordering::SeqCst);
+        self.holding(held, f);
     }
 
     /// Everything holding `held` back (see [`Holders::scan`]).

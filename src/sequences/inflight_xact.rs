@@ -6,7 +6,7 @@
 //! every later value of the transaction costs the fast path one comparison.
 
 use std::ffi::c_void;
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use pgrx::pg_guard;
 use pgrx::pg_sys;
@@ -52,15 +52,9 @@ pub struct Entry {
 /// is visible. Before the reservation; `Some` if the entry is new, to be [`raise`]d to the
 /// reservation's first value.
 pub fn hold(at: SlotRef, held: Held, lower: Value) -> Option<Entry> {
-    let entry = publish(at, held, lower);
-    fence(Ordering::SeqCst);
-    entry
-}
-
-fn publish(at: SlotRef, held: Held, lower: Value) -> Option<Entry> {
     let (holders, me) = (shmem::holders()?, shmem::my_entry()?);
     HOLDS.store(true, Ordering::Relaxed);
-    match holders.publish(me, held, lower, wallclock::precise_unix_ms()) {
+    match holders.hold(me, held, lower, wallclock::precise_unix_ms()) {
         Published::New(i) => Some(Entry { me, i, at }),
         // An entry holding an earlier value of the transaction (found again through another
         // cache slot), or every sequence of the database held: nothing to raise.

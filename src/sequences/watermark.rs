@@ -52,8 +52,7 @@ pub fn watermark<G: Generator>(g: G, name: SequenceName<'_>) -> Value {
             |seq| generate::stands(g, seq),
         );
     drop(cache);
-    // The values in flight after where the sequence stands (see `core::inflight`).
-    fence(Ordering::SeqCst);
+    // The values in flight after where the sequence stands (`lowest_held` fences first).
     stands.min(lowest_held(Held {
         db: key.db,
         relid: key.relid,
@@ -107,7 +106,7 @@ fn lowest_held(held: Held) -> Value {
         crate::pg::errors::not_preloaded()
     };
     let mut low = Value::MAX;
-    holders.holding(held, |s| {
+    holders.holding_after_fence(held, |s| {
         if holds(&s) {
             low = low.min(s.value.unwrap_or(0));
         }

@@ -4,10 +4,11 @@
 //! with the sequence evicted from the cache meanwhile, the watermark then counting from the
 //! relation's lease. No watermark is above a value still in flight.
 //!
-//! The steps outside `core` are the models' own, as `sequences::inflight::reserving` and
-//! `sequences::watermark::watermark` take them: publish, a full fence, the slot still current,
-//! reserve, raise; and where the sequence stands (its cache entry, or its relation's lease read
-//! first), a full fence, the entries.
+//! The fences are production's ([`Holders::hold`], [`Holders::holding_after_fence`]); the
+//! order of the steps around them is the models', as `sequences::generate::reserve` (through
+//! `sequences::inflight_xact::hold` and `raise`) and `sequences::watermark` take them: hold
+//! (publish, fence), the slot still current, reserve, raise; and where the sequence stands
+//! (its cache entry, or its relation's lease read first), then the entries after the fence.
 
 use loom::sync::Arc;
 use loom::thread;
@@ -17,7 +18,7 @@ use crate::core::identity::Kind;
 use crate::core::inflight::{Held, Holder, Holders, Published, Value};
 use crate::core::snowflake::layout::{Layout, DEFAULT_EPOCH_MS};
 use crate::core::snowflake::snowflake_slot::{creation_layout, SnowflakeSeq, SnowflakeState};
-use crate::core::sync::{fence, AtomicU64, Ordering};
+use crate::core::sync::{AtomicU64, Ordering};
 use crate::core::wallclock;
 
 const LAYOUT: Layout = Layout::own(10, DEFAULT_EPOCH_MS);
@@ -82,10 +83,9 @@ fn generator(w: &World) {
     else {
         return;
     };
-    let Published::New(i) = holders.publish(0, HELD, floor(&seq), 0) else {
+    let Published::New(i) = holders.hold(0, HELD, floor(&seq), 0) else {
         panic!("one sequence, one entry");
     };
-    fence(Ordering::SeqCst);
     if seq.is_current() {
         let bounds = seq.bounds(&LAYOUT, 10_000);
         let r = seq.try_reserve(&LAYOUT, 1, &bounds).unwrap();
@@ -108,9 +108,8 @@ fn watermark(w: &World) {
         .find(KEY)
         .and_then(|at| w.table.cache().seq::<SnowflakeState>(at).map(|s| floor(&s)))
         .unwrap_or(id(LEASE_MS << CB));
-    fence(Ordering::SeqCst);
     let mut mark = stands;
-    Holders::new(&w.holders).holding(HELD, |s| mark = mark.min(s.value.unwrap_or(0)));
+    Holders::new(&w.holders).holding_after_fence(HELD, |s| mark = mark.min(s.value.unwrap_or(0)));
     let v = w.in_flight.load(Ordering::Acquire);
     assert!(
         v == 0 || Value::from(v) >= mark,
