@@ -56,8 +56,8 @@ ALTER TABLE snowflake_registry SET SCHEMA snowflake_id_registry;
 -- for another's open transaction only briefly: a row another claim has locked is skipped
 -- (SKIP LOCKED), and a number another claim is inserting is skipped after 10 ms (no advisory
 -- lock: any role could take those; a claim's time is a quarter of its lease, at most 5 s, so
--- only hundreds of claims kept open delay a new one). Its work is bounded: at most every number of a node
--- layout (8192) or the 16 authorities, a lease and a hold of at most a day.
+-- only hundreds of claims kept open delay a new one). Its work is bounded: at most every
+-- number of a node layout (8192) or the 16 authorities, a lease and a hold of at most a day.
 CREATE FUNCTION snowflake_registry_claim(
         kind text, registry_group text, holder text, max_number integer,
         lease interval, hold_after interval,
