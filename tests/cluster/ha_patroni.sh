@@ -19,7 +19,7 @@
 #  4. Then asynchronous (synchronous_mode: false) and the same kill: the keys returned before
 #     the kill that are missing afterwards, and those handed out again, are counted, not
 #     asserted (the guarantee holds only with synchronous replication).
-# majors: 15 (the manager's side does not depend on the major; one is enough for its run time)
+# majors: 15 19 (the manager's side does not depend on the major: the oldest and the newest)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
