@@ -264,6 +264,27 @@ pub struct Cache<'a> {
     phases: Phases<'a>,
 }
 
+/// The table's slots without its phases: enough to use a sequence found before (the
+/// generators' fast path), not to enter one or reuse a slot.
+#[derive(Clone, Copy)]
+pub struct Slots<'a>(pub &'a [Slot]);
+
+impl<'a> Slots<'a> {
+    /// The sequence `at` names, as a sequence of `S`'s kind, if it is still there.
+    #[inline(always)]
+    pub fn seq<S: SlotState>(self, at: SlotRef) -> Option<Seq<'a, S>> {
+        let slot = self.0.get(at.idx)?;
+        if !slot.is_current(at.generation) {
+            return None;
+        }
+        Some(Seq {
+            at,
+            slot,
+            state: slot.state::<S>()?,
+        })
+    }
+}
+
 impl<'a> Cache<'a> {
     pub fn new(slots: &'a [Slot], phases: Phases<'a>) -> Self {
         Cache { slots, phases }
@@ -291,15 +312,7 @@ impl<'a> Cache<'a> {
     /// The sequence `at` names, as a sequence of `S`'s kind, if it is still there.
     #[inline]
     pub fn seq<S: SlotState>(&self, at: SlotRef) -> Option<Seq<'a, S>> {
-        let slot = self.slots.get(at.idx)?;
-        if !slot.is_current(at.generation) {
-            return None;
-        }
-        Some(Seq {
-            at,
-            slot,
-            state: slot.state::<S>()?,
-        })
+        Slots(self.slots).seq(at)
     }
 
     /// The cached sequence of `key`, claiming a slot if it is not cached (a free one, or the

@@ -60,27 +60,19 @@ impl<'a> Phases<'a> {
         }
     }
 
+    /// Backend `me`'s entry, found once and kept (the generators' fast path enters and leaves
+    /// through it); `None` if it has none (it must not use the table then).
+    #[inline]
+    pub fn entry(&self, me: usize) -> Option<Entry<'a>> {
+        self.active.get(me).map(|entry| Entry {
+            global: self.global,
+            entry,
+        })
+    }
+
     /// Backend `me` starts using the table; false if it has no entry (it must not then).
     pub fn enter(&self, me: usize) -> bool {
-        let Some(entry) = self.active.get(me) else {
-            return false;
-        };
-        // Never 0, which means "not entered". Acquire: a call that reads a phase advanced
-        // after an eviction must see the eviction (with a relaxed load the model reuses the
-        // slot under it: the reclaimer sees the new phase, the call the slot still READY).
-        let phase = self.global.load(Ordering::Acquire) + 1;
-        // Release: a reclaimer that reads this entry (`all_past`, Acquire) and lets the slot
-        // go must see all this backend's earlier calls did to it, and a later store does not
-        // continue the release sequence of the `exit` before it (C++20, which Rust follows).
-        // Relaxed, the model of a backend that calls twice reuses the slot under the first
-        // call's reads. A plain store on x86 and arm64 alike.
-        entry.store(phase, Ordering::Release);
-        // A fence, not a SeqCst store: a SeqCst store orders nothing after it but other
-        // SeqCst operations, and the call's loads of slots are Acquire (x86's xchg ordered
-        // them; arm64's stlr does not order a later ldapr). On x86-64 this is one locked
-        // instruction, as the xchg was. (loom_models::cache, the fenced reader.)
-        fence(Ordering::SeqCst);
-        true
+        self.entry(me).map(Entry::enter).is_some()
     }
 
     /// Backend `me` starts using the table, without a fence: only for a process that
@@ -88,20 +80,11 @@ impl<'a> Phases<'a> {
     /// one. False if it has no entry (it must not then).
     #[inline]
     pub fn enter_registered(&self, me: usize) -> bool {
-        let Some(entry) = self.active.get(me) else {
-            return false;
-        };
         debug_assert!(
             self.barrier.is_some(),
             "a registered entry needs the barrier"
         );
-        let phase = self.global.load(Ordering::Acquire) + 1;
-        // Release, though the barrier orders it: it costs a plain store on x86 and arm64.
-        entry.store(phase, Ordering::Release);
-        // The CPU's ordering of this store before the call's loads comes from the
-        // reclaimers' barrier; the compiler's from this.
-        compiler_fence(Ordering::SeqCst);
-        true
+        self.entry(me).map(Entry::enter_registered).is_some()
     }
 
     /// What a reclaimer must run after seeing a slot evicted and before asking
@@ -118,10 +101,8 @@ impl<'a> Phases<'a> {
 
     /// Backend `me` holds nothing of the table any more.
     pub fn exit(&self, me: usize) {
-        if let Some(entry) = self.active.get(me) {
-            // Release, read with acquire by `all_past`: all the call did to a slot happens
-            // before the slot's reset.
-            entry.store(0, Ordering::Release);
+        if let Some(entry) = self.entry(me) {
+            entry.exit();
         }
     }
 
@@ -139,6 +120,61 @@ impl<'a> Phases<'a> {
             let e = e.load(Ordering::Acquire);
             e == 0 || e >= phase
         })
+    }
+}
+
+/// One backend's entry among the phases, and the phase counter it enters at.
+#[derive(Clone, Copy)]
+pub struct Entry<'a> {
+    global: &'a AtomicU64,
+    entry: &'a AtomicU64,
+}
+
+impl<'a> Entry<'a> {
+    /// The entry `entry` of the phases whose counter is `global` (see [`Phases::entry`]: one
+    /// kept by its process as pointers).
+    pub fn new(global: &'a AtomicU64, entry: &'a AtomicU64) -> Self {
+        Entry { global, entry }
+    }
+
+    /// The backend starts using the table (see [`Phases::enter`]).
+    #[inline]
+    pub fn enter(self) {
+        // Never 0, which means "not entered". Acquire: a call that reads a phase advanced
+        // after an eviction must see the eviction (with a relaxed load the model reuses the
+        // slot under it: the reclaimer sees the new phase, the call the slot still READY).
+        let phase = self.global.load(Ordering::Acquire) + 1;
+        // Release: a reclaimer that reads this entry (`all_past`, Acquire) and lets the slot
+        // go must see all this backend's earlier calls did to it, and a later store does not
+        // continue the release sequence of the `exit` before it (C++20, which Rust follows).
+        // Relaxed, the model of a backend that calls twice reuses the slot under the first
+        // call's reads. A plain store on x86 and arm64 alike.
+        self.entry.store(phase, Ordering::Release);
+        // A fence, not a SeqCst store: a SeqCst store orders nothing after it but other
+        // SeqCst operations, and the call's loads of slots are Acquire (x86's xchg ordered
+        // them; arm64's stlr does not order a later ldapr). On x86-64 this is one locked
+        // instruction, as the xchg was. (loom_models::cache, the fenced reader.)
+        fence(Ordering::SeqCst);
+    }
+
+    /// The backend starts using the table, without a fence (see [`Phases::enter_registered`]:
+    /// only where the reclaimers make the barrier, and the process receives it).
+    #[inline(always)]
+    pub fn enter_registered(self) {
+        let phase = self.global.load(Ordering::Acquire) + 1;
+        // Release, though the barrier orders it: it costs a plain store on x86 and arm64.
+        self.entry.store(phase, Ordering::Release);
+        // The CPU's ordering of this store before the call's loads comes from the
+        // reclaimers' barrier; the compiler's from this.
+        compiler_fence(Ordering::SeqCst);
+    }
+
+    /// The backend holds nothing of the table any more.
+    #[inline(always)]
+    pub fn exit(self) {
+        // Release, read with acquire by `all_past`: all the call did to a slot happens
+        // before the slot's reset.
+        self.entry.store(0, Ordering::Release);
     }
 }
 

@@ -12,6 +12,7 @@
 /// and ordered; only their timestamps fall behind real time by the excess.
 pub const COARSE_MARGIN_MS: u64 = 50;
 
+#[inline(always)]
 fn read(clock: libc::clockid_t) -> i64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -24,12 +25,14 @@ fn read(clock: libc::clockid_t) -> i64 {
 }
 
 #[cfg(not(loom))]
+#[inline]
 pub fn precise_unix_ms() -> i64 {
     read(libc::CLOCK_REALTIME)
 }
 
 /// The time of the kernel's last timer tick: never ahead of [`precise_unix_ms`].
 #[cfg(not(loom))]
+#[inline]
 pub fn coarse_unix_ms() -> i64 {
     read(libc::CLOCK_REALTIME_COARSE)
 }

@@ -69,20 +69,31 @@ pub fn max_clock_ahead_ms(server: &Server) -> u64 {
 /// what to check once the value is reserved, if it may generate. No error (the fast path).
 #[inline(always)]
 pub fn authority_now() -> Option<(u8, Option<u32>, Check)> {
+    authority_on(guc::server())
+}
+
+/// [`authority_now`] on `server` (the server's settings, read already).
+#[inline(always)]
+pub fn authority_now_on(server: &Server) -> Option<(u8, Option<u32>, Check)> {
+    authority_on(Some(server))
+}
+
+#[inline(always)]
+fn authority_on(server: Option<&Server>) -> Option<(u8, Option<u32>, Check)> {
     let claimed = || {
         claims::valid(Kind::Authority)
             .map(|h| (h.number as u8, Some(claims::era_floor()), Check(Some(h))))
     };
     // A server that claims its authority uses the claim only, whatever a session or a reload
     // made of the setting since (a number there would bypass the registry).
-    if claims_authority() {
+    if server.is_some_and(claims_authority) {
         return claimed();
     }
     match guc::gdid_authority() {
         Number::Given(n) => Some((n as u8, None, Check(None))),
         // auto written to the configuration files of a server started with a number: that
         // number until the restart that makes auto claim (see `guc::check_authority`).
-        Number::Auto => match guc::server().map(|s| s.authority) {
+        Number::Auto => match server.map(|s| s.authority) {
             Some(Number::Given(n)) => Some((n as u8, None, Check(None))),
             _ => claimed(),
         },
@@ -92,8 +103,8 @@ pub fn authority_now() -> Option<(u8, Option<u32>, Check)> {
 
 /// Whether this server claims its gdid authority from a registry (`auto` at start).
 #[inline(always)]
-fn claims_authority() -> bool {
-    guc::server().is_some_and(|s| s.claims.as_ref().is_some_and(|c| c.authority))
+fn claims_authority(server: &Server) -> bool {
+    server.claims.as_ref().is_some_and(|c| c.authority)
 }
 
 /// This server's numbers, as the values it generates carry them (for detection): `None` for
@@ -144,7 +155,7 @@ pub fn gdid_authority() -> (u8, Option<u32>, Check) {
         crate::pg::errors::not_preloaded();
     }
     authority_now().unwrap_or_else(|| match guc::gdid_authority() {
-        _ if claims_authority() => claims::refuse(Kind::Authority),
+        _ if guc::server().is_some_and(claims_authority) => claims::refuse(Kind::Authority),
         Number::Auto => claims::refuse(Kind::Authority),
         _ => setting_missing(
             "gdid.authority",

@@ -105,17 +105,24 @@ unsafe extern "C" {
     fn palloc_extended(size: usize, flags: c_int) -> *mut c_void;
 }
 
-/// `size` bytes in the current memory context, MAXALIGNed.
+/// `size` bytes in the current memory context, MAXALIGNed. Inlined: gdid_next's result
+/// comes from here.
+#[inline(always)]
 pub fn alloc(size: usize) -> *mut u8 {
     // SAFETY: palloc_extended with NO_OOM returns NULL or a block of `size` bytes in
     // CurrentMemoryContext; sizes here are small and valid.
     let p = unsafe { palloc_extended(size, pg_sys::MCXT_ALLOC_NO_OOM as c_int) };
     if p.is_null() {
-        errors::error(errors::Code::ERRCODE_OUT_OF_MEMORY, "out of memory")
-            .detail(format!("Failed on request of size {size}."))
-            .raise();
+        out_of_memory(size);
     }
     p.cast()
+}
+
+#[cold]
+fn out_of_memory(size: usize) -> ! {
+    errors::error(errors::Code::ERRCODE_OUT_OF_MEMORY, "out of memory")
+        .detail(format!("Failed on request of size {size}."))
+        .raise()
 }
 
 /// A `text` result (or `bytea`: the same varlena) in the current memory context.

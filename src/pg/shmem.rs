@@ -20,12 +20,12 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 use pgrx::pg_guard;
 use pgrx::pg_sys;
 
-use crate::core::cache::{Cache, Slot};
+use crate::core::cache::{Cache, Slot, Slots};
 use crate::core::claim::Claims;
 use crate::core::inflight::{Holder, Holders};
 use crate::core::membarrier;
 use crate::core::name_floors::NameFloors;
-use crate::core::reclamation::{Barrier, Phases};
+use crate::core::reclamation::{Barrier, Entry, Phases};
 use crate::core::sightings::Sightings;
 use crate::pg::errors;
 use crate::pg::errors::{error, Code};
@@ -365,6 +365,11 @@ impl Drop for Pinned {
 /// The table over `phases`, without entering one.
 #[inline(always)]
 fn table(phases: Phases<'static>) -> Option<Cache<'static>> {
+    Some(Cache::new(slots()?, phases))
+}
+
+#[inline(always)]
+fn slots() -> Option<&'static [Slot]> {
     let ptr = SLOTS.load(Ordering::Acquire);
     if ptr.is_null() {
         return None;
@@ -372,8 +377,54 @@ fn table(phases: Phases<'static>) -> Option<Cache<'static>> {
     let len = SLOT_COUNT.load(Ordering::Relaxed);
     // SAFETY: ptr points at `len` initialised slots in shared memory that lives as long as
     // the process; Slot is Sync and all its mutation goes through atomics.
-    let slots = unsafe { std::slice::from_raw_parts(ptr, len) };
-    Some(Cache::new(slots, phases))
+    Some(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// The table's slots for one call of the generators' fast path, with the backend in the
+/// current phase until the returned value is dropped, as [`cache`] does; `None` where this
+/// is not the way the call may enter (it takes the slow path then, which enters with
+/// [`cache`]): a process that receives the reclaimers' barriers, has entered before, and holds
+/// no other pin (a call of the fast path encloses nothing that pins). Entering is then two
+/// loads and a store, leaving a store: what an ID costs above the loop is mostly this and
+/// the reservation's CAS (benches/compare.sh).
+#[inline(always)]
+pub fn fast_slots() -> Option<PinnedSlots> {
+    let entry = REGISTERED_ENTRY.load(Ordering::Relaxed);
+    if entry.is_null() || PINS.load(Ordering::Relaxed) != 0 {
+        return None;
+    }
+    let slots = slots()?;
+    // SAFETY: a registered entry is set (by the first entry) to one of the phases' entries,
+    // which, with their counter, live in shared memory as long as the process.
+    let entry = unsafe { Entry::new(&*PHASES.load(Ordering::Relaxed), &*entry) };
+    entry.enter_registered();
+    PINS.store(1, Ordering::Relaxed);
+    Some(PinnedSlots {
+        slots: Slots(slots),
+        entry,
+    })
+}
+
+/// The table's slots, with the backend in the current phase while it lives (see
+/// [`fast_slots`]).
+pub struct PinnedSlots {
+    slots: Slots<'static>,
+    entry: Entry<'static>,
+}
+
+impl PinnedSlots {
+    #[inline(always)]
+    pub fn slots(&self) -> Slots<'_> {
+        self.slots
+    }
+}
+
+impl Drop for PinnedSlots {
+    #[inline(always)]
+    fn drop(&mut self) {
+        PINS.store(0, Ordering::Relaxed);
+        self.entry.exit();
+    }
 }
 
 #[inline(always)]
@@ -408,6 +459,9 @@ static CALLBACKS: AtomicBool = AtomicBool::new(false);
 /// Whether this process is registered for the reclaimers' barriers, and enters without a
 /// fence (see `core::reclamation`).
 static RECEIVES_BARRIERS: AtomicBool = AtomicBool::new(false);
+/// This process's entry among the phases, where it receives the reclaimers' barriers (null
+/// elsewhere, and until its first entry): what [`fast_slots`] enters.
+static REGISTERED_ENTRY: AtomicPtr<AtomicU64> = AtomicPtr::new(null_mut());
 /// Whether the reclaimers of this server make global barriers: decided once in the
 /// postmaster, before any process that uses the cache is forked, so that every process
 /// agrees (a reader enters without a fence only where every reclaimer makes the barrier).
@@ -474,6 +528,11 @@ fn first_entry(phases: &Phases<'_>) {
         no_entry()
     };
     ME.store(me, Ordering::Relaxed);
+    if RECEIVES_BARRIERS.load(Ordering::Relaxed) {
+        // Entered at `me`, so the phases (the counter, then the entries) have entry `me`.
+        let entry = PHASES.load(Ordering::Relaxed).wrapping_add(1 + me);
+        REGISTERED_ENTRY.store(entry, Ordering::Relaxed);
+    }
 }
 
 #[cold]

@@ -188,11 +188,12 @@ fn without_waiting<G: Generator>(call: Call<'_>) -> Option<G::Output> {
     if unsafe { pg_sys::XactReadOnly } || detection::refused(G::WHAT) {
         return None;
     }
-    let (g, check) = G::now(guc::server()?)?;
-    let cache = shmem::cache()?;
-    // The transaction's value in flight is published already (see `reserve`).
+    // The transaction's value in flight is published already (see `reserve`). Read first: it
+    // calls into PostgreSQL (GetUserId), and nothing else need be kept across that call.
     let at = callsite::published_slot(call, names_of(G::State::KIND))?;
-    let Attempt::Taken(t) = g.attempt(cache.seq::<G::State>(at)?, 1) else {
+    let (g, check) = G::now(guc::server()?)?;
+    let pinned = shmem::fast_slots()?;
+    let Attempt::Taken(t) = g.attempt(pinned.slots().seq::<G::State>(at)?, 1) else {
         return None;
     };
     // A claim that ended meanwhile: `reserve` says so (the value is dropped).
@@ -635,8 +636,8 @@ impl Generator for Gdids {
     const WHAT: What = What::Authority;
 
     #[inline(always)]
-    fn now(_: &'static Server) -> Option<(Self, Check)> {
-        let (authority, claimed_era, check) = node::authority_now()?;
+    fn now(server: &'static Server) -> Option<(Self, Check)> {
+        let (authority, claimed_era, check) = node::authority_now_on(server)?;
         Some((
             Gdids {
                 authority,

@@ -49,6 +49,7 @@ pub struct Reservation {
 }
 
 /// Where a reservation of `n >= 1` ticks goes, given the last issued tick.
+#[inline]
 pub fn plan(last: u64, now_tick: u64, n: u64, b: &Bounds) -> Result<Reservation, Refusal> {
     debug_assert!(n >= 1);
     let first = last.saturating_add(1).max(now_tick);
@@ -80,7 +81,8 @@ pub fn plan(last: u64, now_tick: u64, n: u64, b: &Bounds) -> Result<Reservation,
 
 /// Reserves `n >= 1` consecutive ticks from `state`, lock-free. Every tick is handed out at
 /// most once, whatever the number of callers, and each reservation lies above every earlier
-/// one.
+/// one. Inlined: the generators' fast path is mostly this.
+#[inline(always)]
 pub fn reserve(
     state: &AtomicU64,
     now_tick: u64,
