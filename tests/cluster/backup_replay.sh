@@ -14,6 +14,8 @@
 # read-only statements, one takes batches that run the snowflake sequence far ahead of the
 # clock (snowflake.node_bits = 13: 512 IDs a millisecond), so that time alone would not put a
 # copy's IDs above the old ones.
+# majors: 15 19 (the replay is PostgreSQL's own, of a sequence's relation as on every major; the oldest
+# and the newest are enough for its run time)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap cleanup_with_jobs EXIT

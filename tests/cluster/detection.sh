@@ -9,6 +9,8 @@
 # report it and refuse. A cascade, an initial copy and a failover to a promoted standby (old
 # primary gone, a new subscription) stay silent. Every subscriber's copy of a table has the
 # publisher's defaults, as a replica's schema does: values are counted where they are new.
+# majors: 15 19 (the sightings are the extension's, logical replication the oldest's and the newest's;
+# both are enough for its run time)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 

@@ -24,6 +24,8 @@
 #    sequence of that name made by hand and not yet committed): lock_timeout,
 #    statement_timeout and pg_cancel_backend end the wait, the sessions go on, the server does
 #    not restart; committed, the hand-made sequence counts as made (its worker's 23505).
+# majors: 15 19 (the search of the columns is SPI, the same on every major; the oldest and the newest
+# are enough for its run time, pg_regress fallback runs on every major)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap cleanup_with_jobs EXIT

@@ -19,6 +19,7 @@
 #     are gone (its log says so), claims that one and generates again. Nothing any of the
 #     three made repeats, in snowflake IDs or gdids.
 # Everything it makes (servers, the namespace, the veth pair) is removed on any exit.
+# majors: 15 19 (the claim is libpq from a background worker, the same on every major, as registry)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 

@@ -24,6 +24,8 @@
 #     the claiming role cannot pass a lease or hold of more than a day written with months.
 #  4. A server frozen past its lease and hold, whose number the claiming role takes over in a
 #     transaction it keeps open, is told it lost the number and claims another at once.
+# majors: 15 19 (the registry's functions are the extension's SQL, the same on every major; the
+# oldest and the newest are enough for its run time, pg_regress claims runs on every major)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap cleanup_with_jobs EXIT

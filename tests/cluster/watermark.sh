@@ -9,6 +9,8 @@
 # Then: a long transaction holds the watermark and the view names it; a writer's backend
 # killed with SIGKILL (a crash restart) and a server restart release what was in flight; a
 # transaction prepared before the restart holds the watermarks of its database until it ends.
+# majors: 15 19 (the values in flight are the extension's shared memory, the same on every major; the
+# oldest and the newest are enough for its run time, pg_regress watermark runs on every major)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap cleanup_with_jobs EXIT
