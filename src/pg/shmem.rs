@@ -383,21 +383,26 @@ fn slots() -> Option<&'static [Slot]> {
 /// The table's slots for one call of the generators' fast path, with the backend in the
 /// current phase until the returned value is dropped, as [`cache`] does; `None` where this
 /// is not the way the call may enter (it takes the slow path then, which enters with
-/// [`cache`]): a process that receives the reclaimers' barriers, has entered before, and holds
-/// no other pin (a call of the fast path encloses nothing that pins). Entering is then two
-/// loads and a store, leaving a store: what an ID costs above the loop is mostly this and
-/// the reservation's CAS (benches/compare.sh).
+/// [`cache`]): a process that has entered before (its entry found), and holds no other pin
+/// (a call of the fast path encloses nothing that pins). Entering is then two loads and a
+/// store (and the fence, in a process that does not receive the reclaimers' barriers),
+/// leaving a store: what an ID costs above the loop is mostly this, the clock and the
+/// reservation's CAS (benches/compare.sh).
 #[inline(always)]
 pub fn fast_slots() -> Option<PinnedSlots> {
-    let entry = REGISTERED_ENTRY.load(Ordering::Relaxed);
+    let entry = OWN_ENTRY.load(Ordering::Relaxed);
     if entry.is_null() || PINS.load(Ordering::Relaxed) != 0 {
         return None;
     }
     let slots = slots()?;
-    // SAFETY: a registered entry is set (by the first entry) to one of the phases' entries,
-    // which, with their counter, live in shared memory as long as the process.
+    // SAFETY: the entry is set (by the first entry) to one of the phases' entries, which,
+    // with their counter, live in shared memory as long as the process.
     let entry = unsafe { Entry::new(&*PHASES.load(Ordering::Relaxed), &*entry) };
-    entry.enter_registered();
+    if RECEIVES_BARRIERS.load(Ordering::Relaxed) {
+        entry.enter_registered();
+    } else {
+        entry.enter();
+    }
     PINS.store(1, Ordering::Relaxed);
     Some(PinnedSlots {
         slots: Slots(slots),
@@ -459,9 +464,9 @@ static CALLBACKS: AtomicBool = AtomicBool::new(false);
 /// Whether this process is registered for the reclaimers' barriers, and enters without a
 /// fence (see `core::reclamation`).
 static RECEIVES_BARRIERS: AtomicBool = AtomicBool::new(false);
-/// This process's entry among the phases, where it receives the reclaimers' barriers (null
-/// elsewhere, and until its first entry): what [`fast_slots`] enters.
-static REGISTERED_ENTRY: AtomicPtr<AtomicU64> = AtomicPtr::new(null_mut());
+/// This process's entry among the phases (null until its first entry): what [`fast_slots`]
+/// enters.
+static OWN_ENTRY: AtomicPtr<AtomicU64> = AtomicPtr::new(null_mut());
 /// Whether the reclaimers of this server make global barriers: decided once in the
 /// postmaster, before any process that uses the cache is forked, so that every process
 /// agrees (a reader enters without a fence only where every reclaimer makes the barrier).
@@ -528,11 +533,11 @@ fn first_entry(phases: &Phases<'_>) {
         no_entry()
     };
     ME.store(me, Ordering::Relaxed);
-    if RECEIVES_BARRIERS.load(Ordering::Relaxed) {
-        // Entered at `me`, so the phases (the counter, then the entries) have entry `me`.
-        let entry = PHASES.load(Ordering::Relaxed).wrapping_add(1 + me);
-        REGISTERED_ENTRY.store(entry, Ordering::Relaxed);
-    }
+    // Entered at `me`, so the phases (the counter, then the entries) have entry `me`.
+    OWN_ENTRY.store(
+        PHASES.load(Ordering::Relaxed).wrapping_add(1 + me),
+        Ordering::Relaxed,
+    );
 }
 
 #[cold]
