@@ -267,9 +267,14 @@ pub struct Cache<'a> {
 /// The table's slots without its phases: enough to use a sequence found before (the
 /// generators' fast path), not to enter one or reuse a slot.
 #[derive(Clone, Copy)]
-pub struct Slots<'a>(pub &'a [Slot]);
+pub struct Slots<'a>(&'a [Slot]);
 
 impl<'a> Slots<'a> {
+    /// The slots of a table, for a caller in one of its phases (`shmem::fast_slots`).
+    pub fn new(slots: &'a [Slot]) -> Self {
+        Slots(slots)
+    }
+
     /// The sequence `at` names, as a sequence of `S`'s kind, if it is still there.
     #[inline(always)]
     pub fn seq<S: SlotState>(self, at: SlotRef) -> Option<Seq<'a, S>> {

@@ -399,13 +399,17 @@ pub fn fast_slots() -> Option<PinnedSlots> {
     // with their counter, live in shared memory as long as the process.
     let entry = unsafe { Entry::new(&*PHASES.load(Ordering::Relaxed), &*entry) };
     if RECEIVES_BARRIERS.load(Ordering::Relaxed) {
+        debug_assert!(
+            BARRIERS.load(Ordering::Relaxed),
+            "a registered entry needs the barrier"
+        );
         entry.enter_registered();
     } else {
         entry.enter();
     }
     PINS.store(1, Ordering::Relaxed);
     Some(PinnedSlots {
-        slots: Slots(slots),
+        slots: Slots::new(slots),
         entry,
     })
 }

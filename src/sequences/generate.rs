@@ -196,6 +196,8 @@ fn without_waiting<G: Generator>(call: Call<'_>) -> Option<G::Output> {
     let Attempt::Taken(t) = g.attempt(pinned.slots().seq::<G::State>(at)?, 1) else {
         return None;
     };
+    // Out of the phase before the value is made (a gdid's is palloc'ed): it needs no slot.
+    drop(pinned);
     // A claim that ended meanwhile: `reserve` says so (the value is dropped).
     check.passes().then(|| g.value(t, 0))
 }

@@ -26,7 +26,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use super::{check, wait_until, Table, DEFAULT_PREEMPTIONS, KEY};
-use crate::core::cache::Key;
+use crate::core::cache::{Key, SlotRef, Slots};
 use crate::core::identity::Kind;
 use crate::core::reclamation::Barrier;
 use crate::core::snowflake::layout::{Layout, DEFAULT_EPOCH_MS};
@@ -98,6 +98,35 @@ fn reader(t: &Table, me: usize, entry: Entry) -> bool {
     });
     at_p(3);
     phases.exit(me);
+    at_p(4);
+    claimed
+}
+
+/// Backend `me`'s call on the generators' fast path (`shmem::fast_slots`): the sequence's slot
+/// `at` found by an earlier call, outside any phase, and the backend's entry found once; enter
+/// through the entry, read the slot by generation, claim, leave. Whether it claimed.
+fn fast_reader(t: &Table, me: usize, at: SlotRef, entry: Entry) -> bool {
+    let at_p = |p| {
+        if entry == (Entry::Registered { p }) {
+            barrier_reaches_reader();
+        }
+    };
+    let own = t.phases().entry(me).unwrap();
+    at_p(0);
+    match entry {
+        Entry::Fenced => own.enter(),
+        Entry::Registered { .. } => own.enter_registered(),
+    }
+    at_p(1);
+    let seq = Slots::new(&t.slots).seq::<SnowflakeState>(at);
+    at_p(2);
+    let claimed = seq.is_some_and(|seq| {
+        assert_eq!(seq.layout(), LAYOUT);
+        seq.raise_to(CLAIMED);
+        true
+    });
+    at_p(3);
+    own.exit();
     at_p(4);
     claimed
 }
@@ -239,4 +268,64 @@ fn loom_no_slot_is_reused_while_fenced_and_registered_readers_hold_it() {
             move || model(entries, Some(membarrier)),
         );
     }
+}
+
+/// The fast path, as production runs it (`shmem::fast_slots`, `generate::without_waiting`):
+/// fenced, once and twice in a row (the second call entering after the first left), and
+/// registered with the barrier reaching it at each point. Fails with the fence taken out of
+/// `Entry::enter` (a causality violation on the slot's layout cell).
+#[test]
+fn loom_no_slot_is_reused_while_a_fast_path_reader_holds_it() {
+    let run = |entry: Entry, calls: usize| {
+        let barrier = match entry {
+            Entry::Fenced => None,
+            Entry::Registered { .. } => Some(membarrier as Barrier),
+        };
+        let t = Arc::new(Table::new(1, 1, barrier));
+        let at = t
+            .cache()
+            .find_or_insert(KEY, Kind::Snowflake, creation_layout(&LAYOUT), 0)
+            .unwrap();
+        let backend = {
+            let t = t.clone();
+            thread::spawn(move || {
+                for _ in 0..calls {
+                    fast_reader(&t, 0, at, entry);
+                }
+            })
+        };
+        let lock_holder = {
+            let t = t.clone();
+            thread::spawn(move || reclaimer(&t))
+        };
+        let reused = lock_holder.join().unwrap();
+        backend.join().unwrap();
+        if reused {
+            let seq = t.cache().seq::<SnowflakeState>(at_of(&t)).unwrap();
+            assert_eq!(
+                seq.last_tick(),
+                0,
+                "the fast path claimed from the reused slot"
+            );
+        }
+    };
+    for calls in 1..=2 {
+        check(
+            &format!("cache fast path fenced x{calls}"),
+            DEFAULT_PREEMPTIONS,
+            move || run(Entry::Fenced, calls),
+        );
+    }
+    for p in 0..=4 {
+        check(
+            &format!("cache fast path membarrier P{p}"),
+            DEFAULT_PREEMPTIONS,
+            move || run(Entry::Registered { p }, 1),
+        );
+    }
+}
+
+/// The other sequence's slot, once the lock holder inserted it.
+fn at_of(t: &Table) -> SlotRef {
+    t.cache().find(OTHER).unwrap()
 }
