@@ -26,7 +26,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use super::{check, wait_until, Table, DEFAULT_PREEMPTIONS, KEY};
-use crate::core::cache::{Key, SlotRef, Slots};
+use crate::core::cache::{Key, Seq, SlotRef, Slots};
 use crate::core::identity::Kind;
 use crate::core::reclamation::Barrier;
 use crate::core::snowflake::layout::{Layout, DEFAULT_EPOCH_MS};
@@ -70,6 +70,14 @@ enum Entry {
     Registered { p: u8 },
 }
 
+/// What a generator reads of a slot it found (its layout, in the slot's key cell) and writes
+/// (the tick).
+fn claim(seq: Seq<'_, SnowflakeState>) -> bool {
+    assert_eq!(seq.layout(), LAYOUT);
+    seq.raise_to(CLAIMED);
+    true
+}
+
 /// Backend `me`'s call: enter, find the sequence, claim a value (a tick moved on), leave.
 /// Whether it claimed.
 fn reader(t: &Table, me: usize, entry: Entry) -> bool {
@@ -89,13 +97,7 @@ fn reader(t: &Table, me: usize, entry: Entry) -> bool {
         .find(KEY)
         .and_then(|at| cache.seq::<SnowflakeState>(at));
     at_p(2);
-    let claimed = seq.is_some_and(|seq| {
-        // What a generator reads of the slot (its layout, in the slot's key cell) and writes
-        // (the tick).
-        assert_eq!(seq.layout(), LAYOUT);
-        seq.raise_to(CLAIMED);
-        true
-    });
+    let claimed = seq.is_some_and(claim);
     at_p(3);
     phases.exit(me);
     at_p(4);
@@ -120,11 +122,7 @@ fn fast_reader(t: &Table, me: usize, at: SlotRef, entry: Entry) -> bool {
     at_p(1);
     let seq = Slots::new(&t.slots).seq::<SnowflakeState>(at);
     at_p(2);
-    let claimed = seq.is_some_and(|seq| {
-        assert_eq!(seq.layout(), LAYOUT);
-        seq.raise_to(CLAIMED);
-        true
-    });
+    let claimed = seq.is_some_and(claim);
     at_p(3);
     own.exit();
     at_p(4);
